@@ -1,0 +1,203 @@
+"""The command line: same engine, same history as the window; `--json` on every read command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from console import __version__, paths
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+
+
+# ---- Public API
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="labconsole", description="Lab Console: run, measure and keep AI workloads.")
+    parser.add_argument("--version", action="version", version=f"Lab Console {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
+                        help=f"history database (default: ${paths.DB_ENV} or {paths.history_db(None)})")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document")
+    parser.add_argument("--db", default=None, metavar="PATH", help="history database")
+    sub = parser.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", parents=[common], help="run a model once and store the run")
+    run.add_argument("--model", default="mlp")
+    run.add_argument("--engine", default="torch")
+    run.add_argument("--target", default="cpu")
+    run.add_argument("--batch", type=int, default=1)
+    run.add_argument("--duration", type=float, default=5.0, help="measurement seconds (default 5)")
+    run.add_argument("--iterations", type=int, default=None, help="measure exactly N iterations instead")
+    run.add_argument("--warmup", type=float, default=1.0, help="warm-up seconds (default 1)")
+    run.add_argument("--threads", type=int, default=None, help="intra-op threads (default: engine's choice)")
+    run.add_argument("--name", default="")
+    run.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
+
+    history = sub.add_parser("history", parents=[common], help="list stored runs, newest first")
+    history.add_argument("--limit", type=int, default=50)
+    sub.add_parser("targets", parents=[common], help="hardware targets on this machine")
+    sub.add_parser("models", parents=[common], help="the model catalog")
+    selftest = sub.add_parser("self-test", parents=[common], help="prove this install works (window, run, history)")
+    selftest.add_argument("--out", required=True, metavar="DIR")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command is None:
+        from console.ui.app import run_app
+
+        return run_app(db=args.db)
+    handler = {"run": _run, "history": _history, "targets": _targets, "models": _models,
+               "self-test": _self_test}[args.command]
+    return handler(args)
+
+
+# ---- Private API
+def _emit_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def _fail(problem: str) -> int:
+    print(f"labconsole: error: {problem}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _open_writer(args):
+    from console.history import HistoryError, HistoryWriter
+
+    try:
+        return HistoryWriter.open(paths.history_db(getattr(args, "db", None)))
+    except HistoryError as exc:
+        print(f"labconsole: error: {exc}", file=sys.stderr)
+        return None
+
+
+def _run(args) -> int:
+    from console.session import RunSession
+    from engines.spec import RunSpec, SpecError
+
+    try:
+        spec = RunSpec(model=args.model, engine=args.engine, target=args.target, batch=args.batch,
+                       duration_s=args.duration, iterations=args.iterations, warmup_s=args.warmup,
+                       threads=args.threads, name=args.name).validate()
+    except SpecError as exc:
+        flag = "--" + exc.field.replace("_s", "").replace("_", "-").split(".")[-1]
+        return _fail(f"{flag}: {str(exc).split(': ', 1)[1]}")
+    writer = _open_writer(args)
+    if writer is None:
+        return EXIT_FAILED
+    as_json = getattr(args, "json", False)
+    session = RunSession(spec, writer, listener=None if as_json else _print_phase,
+                         telemetry_hz=None if args.no_telemetry else 10.0)
+    previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
+    try:
+        session.start()
+        record = session.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        writer.close()
+    report = _run_report(record, spec)
+    if as_json:
+        _emit_json(report)
+    else:
+        _print_run(report)
+    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+
+
+def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:
+    summary = record["summary"]
+    return {
+        "run_id": record["run_id"], "status": record["status"], "message": record["message"],
+        "name": spec.name, "model": spec.model, "engine": spec.engine, "target": spec.target, "batch": spec.batch,
+        "scenario": spec.scenario, "iterations": summary["iterations"], "duration_s": summary["duration_s"],
+        "load_s": summary["load_s"], "first_inference_ms": summary["first_inference_ms"],
+        "throughput_per_s": summary["throughput_per_s"],
+        "latency_ms": {k: summary["latency_ms"][k] for k in ("p50", "p90", "p99", "mean", "min", "max")},
+        "method": summary["method"],
+    }
+
+
+def _print_phase(event: dict[str, Any]) -> None:
+    if event["type"] == "phase":
+        print(f"  … {event['phase']}", file=sys.stderr, flush=True)
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}g}"
+
+
+def _print_run(report: dict[str, Any]) -> None:
+    lat = report["latency_ms"]
+    print(f"run {report['run_id'][:8]}  {report['status']}  {report['model']} · {report['engine']} · "
+          f"{report['target']} · batch {report['batch']}")
+    if report["message"]:
+        print(f"  {report['message']}")
+    print(f"  latency ms   p50 {_fmt(lat['p50'])}   p90 {_fmt(lat['p90'])}   p99 {_fmt(lat['p99'])}   "
+          f"mean {_fmt(lat['mean'])}")
+    print(f"  throughput   {_fmt(report['throughput_per_s'], 4)} samples/s over {report['iterations']} iterations "
+          f"in {_fmt(report['duration_s'])} s")
+    print(f"  model load   {_fmt(report['load_s'])} s   first inference {_fmt(report['first_inference_ms'])} ms")
+
+
+def _history(args) -> int:
+    from console.history import HistoryError, HistoryStore
+
+    if args.limit < 1:
+        return _fail(f"--limit: must be ≥ 1, got {args.limit}")
+    try:
+        with HistoryStore(paths.history_db(getattr(args, "db", None))) as store:
+            runs = store.list_runs(limit=args.limit)
+    except HistoryError as exc:
+        print(f"labconsole: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    rows = [{"run_id": r["run_id"], "started_at": r["started_at"], "status": r["status"], "name": r["name"],
+             "model": r["model"], "engine": r["engine"], "target": r["target"], "batch": r["batch"],
+             "latency_ms": {"p50": ((r["summary"] or {}).get("latency_ms") or {}).get("p50")},
+             "throughput_per_s": (r["summary"] or {}).get("throughput_per_s"), "error": r["error"]}
+            for r in runs]
+    if getattr(args, "json", False):
+        _emit_json(rows)
+    else:
+        print(f"{'run':8}  {'started (UTC)':19}  {'status':11}  {'model':8} {'engine':6} {'target':7} "
+              f"{'p50 ms':>8}  {'samples/s':>10}")
+        for r in rows:
+            print(f"{r['run_id'][:8]}  {r['started_at'][:19]:19}  {r['status']:11}  {r['model']:8} {r['engine']:6} "
+                  f"{r['target']:7} {_fmt(r['latency_ms']['p50']):>8}  {_fmt(r['throughput_per_s'], 4):>10}")
+    return EXIT_OK
+
+
+def _targets(args) -> int:
+    from console.targets import discover_targets
+
+    targets = discover_targets()
+    if getattr(args, "json", False):
+        _emit_json(targets)
+    else:
+        for t in targets:
+            state = "available" if t["available"] else f"not available ({t['reason']})"
+            print(f"{t['id']:8} {t['name'][:48]:48} {state}")
+    return EXIT_OK
+
+
+def _models(args) -> int:
+    from engines import catalog
+
+    models = catalog.describe()
+    if getattr(args, "json", False):
+        _emit_json(models)
+    else:
+        for m in models:
+            print(f"{m['name']:6} {m['description']}  input {m['input']}")
+    return EXIT_OK
+
+
+def _self_test(args) -> int:
+    from console.ui.selftest import self_test
+
+    return self_test(args.out, db=getattr(args, "db", None))

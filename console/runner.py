@@ -1,0 +1,187 @@
+"""Runs one RunSpec in a spawn-context worker process and turns whatever happens into an outcome.
+
+The GUI must survive anything a worker does: a clean result, a Python error, a segfault, a hang, a
+user who presses Stop. One reader thread receives events (never the GUI thread), a watchdog ends a
+worker that stops talking, and cancel escalates: message → join → terminate → kill.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engines import protocol
+from engines.spec import RunSpec
+from engines.worker import worker_main
+
+PHASE_WORDS = {None: "start-up", "loading": "model loading", "warmup": "warm-up", "measuring": "measurement",
+               "finishing": "finishing"}
+CANCEL_GRACE_S = 3.0
+JOIN_S = 5.0
+
+
+@dataclass
+class Outcome:
+    """How a worker run ended: status is completed | cancelled | failed; message says why for the last two."""
+
+    status: str
+    message: str = ""
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    exitcode: int | None = None
+
+
+class WorkerRun:
+    """One worker process for one spec. Events and the final outcome are delivered on the reader thread."""
+
+    # ---- Public API
+    def __init__(self, spec: RunSpec, on_event: Callable[[dict[str, Any]], None],
+                 on_end: Callable[[Outcome], None], entry: Callable[..., None] = worker_main):
+        self.spec = spec
+        self._on_event = on_event
+        self._on_end = on_end
+        self._entry = entry
+        self._phase: str | None = None
+        self._cancel_at: float | None = None
+        self._outcome: Outcome | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self.pid: int | None = None
+
+    def start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child_conn = ctx.Pipe(duplex=True)
+        self._process = ctx.Process(target=self._entry, args=(child_conn, self.spec.to_dict()),
+                                    name=f"labconsole-worker-{self.spec.model}", daemon=True)
+        self._process.start()
+        child_conn.close()  # only the child holds its end: our death is its EOF
+        self.pid = self._process.pid
+        self._last_event = time.monotonic()
+        threading.Thread(target=self._pump, name="worker-reader", daemon=True).start()
+
+    def cancel(self) -> None:
+        """Ask the worker to stop between iterations; escalate if it does not within a few seconds."""
+        with self._lock:
+            if self._cancel_at is not None or self._done.is_set():
+                return
+            self._cancel_at = time.monotonic()
+        try:
+            self._conn.send({"cmd": "cancel"})
+        except (OSError, ValueError):
+            pass
+
+    def wait(self, timeout: float | None = None) -> Outcome | None:
+        self._done.wait(timeout)
+        return self._outcome
+
+    @property
+    def phase(self) -> str | None:
+        return self._phase
+
+    # ---- Private API
+    def _pump(self) -> None:
+        outcome = None
+        while outcome is None:
+            try:
+                ready = self._conn.poll(0.1)
+                event = self._conn.recv() if ready else None
+            except (EOFError, OSError):
+                outcome = self._died()
+                break
+            if event is not None:
+                self._last_event = time.monotonic()
+                outcome = self._handle(event)
+            if outcome is None:  # also while events flow: a worker that talks but ignores cancel
+                outcome = self._check_timeouts()
+        self._finish(outcome)
+
+    def _handle(self, event: Any) -> Outcome | None:
+        try:
+            protocol.check(event)
+        except protocol.ProtocolError as exc:
+            self._stop_process()
+            return Outcome("failed", f"worker sent a malformed event ({exc}); it was stopped")
+        kind = event["type"]
+        if kind == "phase":
+            self._phase = event["phase"]
+        self._on_event(event)
+        if kind == "result":
+            cancelled = bool(event.get("cancelled")) or self._cancel_at is not None
+            self._join()
+            return Outcome("cancelled" if cancelled else "completed",
+                           "cancelled by the user; measurements up to the stop are kept" if cancelled else "",
+                           result=event, exitcode=self._process.exitcode)
+        if kind == "error":
+            self._join()
+            where = PHASE_WORDS.get(self._phase, self._phase)
+            return Outcome("failed", f"{event['message']} (during {where})", error=event,
+                           exitcode=self._process.exitcode)
+        return None
+
+    def _check_timeouts(self) -> Outcome | None:
+        now = time.monotonic()
+        if self._cancel_at is not None and now - self._cancel_at > CANCEL_GRACE_S:
+            how = self._stop_process()
+            return Outcome("cancelled", f"cancelled by the user; the worker did not stop within {CANCEL_GRACE_S:g} s "
+                                        f"during {PHASE_WORDS.get(self._phase)} and was {how}",
+                           exitcode=self._process.exitcode)
+        if not self._process.is_alive() and not self._conn.poll(0):
+            return self._died()
+        limits = self.spec.limits
+        quiet_limit = limits.load_timeout_s if self._phase in (None, "loading") else limits.stall_timeout_s
+        if now - self._last_event > quiet_limit:
+            phase = PHASE_WORDS.get(self._phase, self._phase)
+            how = self._stop_process()
+            return Outcome("failed", f"worker stopped responding: no event for {quiet_limit:g} s during {phase}; "
+                                     f"it was {how}. If the model is just slow, raise the time-out "
+                                     f"(limits.{'load_timeout_s' if self._phase in (None, 'loading') else 'stall_timeout_s'})",
+                           exitcode=self._process.exitcode)
+        return None
+
+    def _died(self) -> Outcome:
+        self._process.join(JOIN_S)
+        code = self._process.exitcode
+        phase = PHASE_WORDS.get(self._phase, self._phase)
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return Outcome("failed", f"worker killed by {name} during {phase}", exitcode=code)
+        if self._cancel_at is not None:
+            return Outcome("cancelled", "cancelled by the user", exitcode=code)
+        return Outcome("failed", f"worker exited with code {code} during {phase} without a result", exitcode=code)
+
+    def _join(self) -> None:
+        self._process.join(JOIN_S)
+        if self._process.is_alive():
+            self._stop_process()
+
+    def _stop_process(self) -> str:
+        """terminate, then kill; returns how it ended, for the message."""
+        process = self._process
+        if not process.is_alive():
+            return "already stopped"
+        process.terminate()
+        process.join(2.0)
+        if not process.is_alive():
+            return "terminated (SIGTERM)"
+        process.kill()
+        process.join(2.0)
+        return "killed (SIGKILL)"
+
+    def _finish(self, outcome: Outcome) -> None:
+        try:
+            self._conn.close()
+        except OSError:
+            pass
+        self._outcome = outcome
+        try:
+            self._on_end(outcome)
+        finally:
+            self._done.set()

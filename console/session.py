@@ -1,0 +1,128 @@
+"""A run session: one worker run plus its telemetry, its history record and its summary.
+
+The window and the CLI both go through this class, so a run started from either is measured,
+stored and summarised the same way. Listeners get plain dicts on background threads; the window
+marshals them onto the GUI thread itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from console.analysis import summarize
+from console.history import HistoryWriter
+from console.runner import Outcome, WorkerRun
+from console.telemetry import Sampler
+from engines.spec import RunSpec
+from engines.worker import worker_main
+
+Listener = Callable[[dict[str, Any]], None]
+
+
+class RunSession:
+    """Start with `start()`, stop early with `cancel()`, get the final record from `wait()`.
+
+    Events passed to `listener`: every worker protocol event, plus console events
+    {"type": "started", run_id, t0_ns, spec}, {"type": "samples", rows}, {"type": "sources", sources}
+    and finally {"type": "finished", run_id, status, message, summary}.
+    """
+
+    # ---- Public API
+    def __init__(self, spec: RunSpec, writer: HistoryWriter, listener: Listener | None = None,
+                 telemetry_hz: float | None = 10.0, worker_entry: Callable[..., None] = worker_main):
+        self.spec = spec.validate()
+        self.run_id = uuid.uuid4().hex
+        self._writer = writer
+        self._listener = listener or (lambda event: None)
+        self._telemetry_hz = telemetry_hz
+        self._entry = worker_entry
+        self._chunks: list[np.ndarray] = []
+        self._loaded: dict[str, Any] | None = None
+        self._environment: dict[str, Any] = {}
+        self._phases: list[list[Any]] = []
+        self._record: dict[str, Any] | None = None
+        self._finished = threading.Event()
+        self._sampler: Sampler | None = None
+
+    def start(self) -> str:
+        self.t0_ns = time.perf_counter_ns()
+        self._writer.create_run(self.spec.to_dict(), self.run_id)
+        self._emit({"type": "started", "run_id": self.run_id, "t0_ns": self.t0_ns, "spec": self.spec.to_dict()})
+        self._worker = WorkerRun(self.spec, self._on_worker_event, self._on_worker_end, entry=self._entry)
+        if self._telemetry_hz:
+            self._sampler = Sampler(rate_hz=self._telemetry_hz, on_samples=self._on_samples,
+                                    on_sources=self._on_sources)
+            self._sampler.start()
+        self._worker.start()
+        if self._sampler is not None:
+            self._sampler.watch(self._worker.pid)
+        return self.run_id
+
+    def cancel(self) -> None:
+        self._worker.cancel()
+
+    def wait(self, timeout: float | None = None) -> dict[str, Any] | None:
+        """Block until the run is finished and stored; returns the `finished` record."""
+        self._finished.wait(timeout)
+        return self._record
+
+    @property
+    def finished(self) -> bool:
+        return self._finished.is_set()
+
+    # ---- Private API
+    def _emit(self, event: dict[str, Any]) -> None:
+        try:
+            self._listener(event)
+        except Exception:  # noqa: BLE001 — a faulty view must not stop measurement or storage
+            import traceback
+
+            traceback.print_exc()
+
+    def _on_worker_event(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        if kind == "latencies":
+            self._chunks.append(np.asarray(event["latency_ns"], dtype=np.int64))
+            self._writer.add_latencies(self.run_id, event["t_ns"], event["latency_ns"])
+        elif kind == "phase":
+            self._phases.append([event["phase"], event["t_ns"]])
+        elif kind == "hello":
+            self._environment["worker"] = event["versions"]
+        elif kind == "loaded":
+            self._loaded = event
+            self._environment["engine"] = {"versions": event.get("versions", {}), **event.get("details", {})}
+            self._writer.set_environment(self.run_id, self._environment)
+        self._emit(event)
+
+    def _on_samples(self, rows: list[tuple]) -> None:
+        self._writer.add_samples(self.run_id, rows)
+        self._emit({"type": "samples", "rows": rows})
+
+    def _on_sources(self, sources: list[dict[str, Any]]) -> None:
+        self._environment["telemetry"] = sources
+        self._emit({"type": "sources", "sources": sources})
+
+    def _on_worker_end(self, outcome: Outcome) -> None:
+        if self._sampler is not None:
+            self._sampler.stop()
+        latency_ns = np.concatenate(self._chunks) if self._chunks else np.empty(0, dtype=np.int64)
+        summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch)
+        summary["t0_ns"] = self.t0_ns
+        summary["t_end_ns"] = time.perf_counter_ns()
+        summary["phases"] = self._phases
+        error = outcome.message if outcome.status != "completed" else None
+        if outcome.error:
+            summary["traceback"] = outcome.error.get("traceback")
+        self._writer.finish_run(self.run_id, outcome.status, summary=summary, error=error,
+                                environment=self._environment)
+        self._writer.flush()
+        self._record = {"type": "finished", "run_id": self.run_id, "status": outcome.status,
+                        "message": outcome.message, "summary": summary, "spec": self.spec.to_dict()}
+        self._finished.set()
+        self._emit(self._record)

@@ -1,0 +1,292 @@
+"""The telemetry sampler: its own process, a fixed schedule, batches to the parent.
+
+Why a process of its own: the GUI thread stalls on redraws and the engine saturates cores and holds its GIL;
+a sampler living in either would sample late and irregularly exactly when it matters. In a separate process
+(spawn context: no inherited Qt or engine state) it keeps its own schedule.
+
+Protocol (plain dicts over one duplex ``multiprocessing`` Pipe)
+---------------------------------------------------------------
+child -> parent:
+    ``{"type": "sources", "sources": [description, ...]}``  first, after opening the sources; sent again if
+        a source fails while sampling (it is then listed ``available: False`` with the reason).
+        A description is ``{"name", "available", "reason", "metrics": [{"name", "unit", "description",
+        "method"}], "unavailable_metrics": {metric: why}}`` (see :func:`registry.describe`).
+    ``{"type": "samples", "rows": [Sample, ...]}``  about every 200 ms (FLUSH_NS); a Sample is
+        ``(t_ns, source, metric, value, unit, method)`` with ``t_ns`` from ``time.perf_counter_ns()``
+        (CLOCK_MONOTONIC: the engine workers' clock too).
+parent -> child:
+    ``{"cmd": "watch", "pid": int | None}``  follow this worker pid (None: stop following).
+    ``{"cmd": "stop"}``  flush what is buffered and exit.
+
+The child exits by itself when the pipe closes or its parent dies (parent sentinel, ``os.getppid()``),
+so it is never left orphaned.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .base import Sample, Source
+from .registry import check_names, describe, load_source_class, open_source
+
+log = logging.getLogger(__name__)
+
+MIN_RATE_HZ = 0.5
+MAX_RATE_HZ = 50.0
+DEFAULT_RATE_HZ = 10.0
+FLUSH_NS = 200_000_000  # batch period towards the parent
+
+
+def validate_rate(rate_hz: float) -> float:
+    """The rate as float; ValueError naming the allowed range otherwise."""
+    try:
+        rate = float(rate_hz)
+    except (TypeError, ValueError):
+        rate = math.nan
+    if not (MIN_RATE_HZ <= rate <= MAX_RATE_HZ):
+        raise ValueError(f"rate_hz must be between {MIN_RATE_HZ:g} and {MAX_RATE_HZ:g} Hz, got {rate_hz!r}")
+    return rate
+
+
+# ---- Child side
+
+
+def _open_all(names: list[str] | None) -> tuple[list[Source], list[dict[str, Any]]]:
+    active: list[Source] = []
+    described: list[dict[str, Any]] = []
+    for name in check_names(names):
+        try:
+            source = load_source_class(name)()
+        except Exception as exc:
+            described.append({"name": name, "available": False, "reason": f"cannot load: {exc!r}",
+                              "metrics": [], "unavailable_metrics": {}})
+            continue
+        ok, desc = open_source(source)
+        described.append(desc)
+        if ok:
+            active.append(source)
+        else:
+            _close_quietly(source)
+    return active, described
+
+
+def _close_quietly(source: Source) -> None:
+    try:
+        source.close()
+    except Exception:
+        log.debug("closing telemetry source %s failed", source.name, exc_info=True)
+
+
+def sampler_main(conn: multiprocessing.connection.Connection, rate_hz: float,
+                 source_names: list[str] | None) -> None:
+    """Child entry point: open the sources, then sample on an absolute schedule until told to stop."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's business; it stops us
+    period = round(1e9 / validate_rate(rate_hz))
+    parent = multiprocessing.parent_process()  # None when run in-process (tests)
+    ppid = os.getppid()
+    waitables: list[Any] = [conn] if parent is None else [conn, parent.sentinel]
+    wait = multiprocessing.connection.wait
+    clock = time.perf_counter_ns
+
+    active, described = _open_all(source_names)
+    by_name = {d["name"]: i for i, d in enumerate(described)}
+    rows: list[Sample] = []
+
+    def send(msg: dict[str, Any]) -> bool:
+        try:
+            conn.send(msg)
+            return True
+        except (BrokenPipeError, EOFError, OSError):
+            return False
+
+    def flush() -> bool:
+        if not rows:
+            return True
+        ok = send({"type": "samples", "rows": rows.copy()})
+        rows.clear()
+        return ok
+
+    try:
+        if not send({"type": "sources", "sources": described}):
+            return
+        next_tick = clock()
+        next_flush = next_tick + FLUSH_NS
+        while True:
+            # Sleep until the deadline, serving control messages meanwhile.
+            while (remaining := next_tick - clock()) > 0:
+                ready = wait(waitables, remaining / 1e9)
+                if parent is not None and parent.sentinel in ready:
+                    return  # parent died
+                if conn in ready:
+                    try:
+                        msg = conn.recv()
+                    except (EOFError, OSError):
+                        return  # pipe closed
+                    cmd = msg.get("cmd") if isinstance(msg, dict) else None
+                    if cmd == "stop":
+                        flush()
+                        return
+                    if cmd == "watch":
+                        pid = msg.get("pid")
+                        for source in active:
+                            source.watch_pid(pid)
+                    else:
+                        log.warning("telemetry sampler: ignoring unknown message %r", msg)
+            if os.getppid() != ppid or (parent is not None and not parent.is_alive()):
+                return  # re-parented: our parent is gone
+
+            t_ns = clock()
+            failed: list[Source] = []
+            for source in active:
+                try:
+                    rows.extend(source.sample(t_ns))
+                except Exception as exc:  # a broken source is dropped and reported, the others go on
+                    failed.append(source)
+                    described[by_name[source.name]] = describe(source, error=f"sample() failed: {exc!r}")
+            if failed:
+                for source in failed:
+                    active.remove(source)
+                    _close_quietly(source)
+                if not (flush() and send({"type": "sources", "sources": described})):
+                    return
+
+            now = clock()
+            next_tick += period
+            if now - next_tick > period:  # more than a period late: skip the missed ticks, keep the grid
+                next_tick += ((now - next_tick) // period + 1) * period
+            if now >= next_flush:
+                if not flush():
+                    return
+                next_flush = now + FLUSH_NS
+    finally:
+        for source in active:
+            _close_quietly(source)
+        try:
+            conn.close()
+        except OSError:
+            pass
+
+
+# ---- Parent side
+
+
+class Sampler:
+    """Parent-side handle of the sampler process. Qt-free.
+
+    ``on_samples(rows)`` and ``on_sources(descriptions)`` are called from a daemon reader thread, not the
+    caller's thread: a GUI must marshal them to its own thread (e.g. a queued Qt signal).
+    """
+
+    def __init__(self, rate_hz: float = DEFAULT_RATE_HZ, sources: list[str] | None = None, *,
+                 on_samples: Callable[[list[Sample]], None],
+                 on_sources: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
+        self.rate_hz = validate_rate(rate_hz)
+        self.source_names = check_names(sources)
+        self._on_samples = on_samples
+        self._on_sources = on_sources
+        self._proc: multiprocessing.process.BaseProcess | None = None
+        self._conn: multiprocessing.connection.Connection | None = None
+        self._reader: threading.Thread | None = None
+        self._send_lock = threading.Lock()
+        self._watched: int | None = None
+        self.sources: list[dict[str, Any]] = []  # latest description received from the child
+
+    # ---- Public API
+
+    @property
+    def pid(self) -> int | None:
+        """Pid of the sampler process (None before start)."""
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> None:
+        if self._proc is not None:
+            raise RuntimeError("Sampler already started; create a new one to restart")
+        ctx = multiprocessing.get_context("spawn")
+        parent_conn, child_conn = ctx.Pipe(duplex=True)
+        proc = ctx.Process(target=sampler_main, args=(child_conn, self.rate_hz, self.source_names),
+                           name="labconsole-telemetry", daemon=True)
+        proc.start()
+        child_conn.close()
+        self._proc, self._conn = proc, parent_conn
+        self._reader = threading.Thread(target=self._read_loop, name="telemetry-reader", daemon=True)
+        self._reader.start()
+        if self._watched is not None:
+            self._send({"cmd": "watch", "pid": self._watched})
+
+    def watch(self, pid: int | None) -> None:
+        """Follow this worker pid (None: stop). Remembered if called before ``start()``."""
+        self._watched = pid
+        if self._conn is not None:
+            self._send({"cmd": "watch", "pid": pid})
+
+    def is_alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Ask the child to stop; terminate, then kill, if it does not within ``timeout`` seconds."""
+        proc = self._proc
+        if proc is None:
+            return
+        self._send({"cmd": "stop"})
+        proc.join(timeout)
+        if proc.is_alive():
+            log.warning("telemetry sampler %s did not stop in %.1f s; terminating", proc.pid, timeout)
+            proc.terminate()
+            proc.join(1.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(1.0)
+        reader = self._reader
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(1.0)
+        if self._conn is not None:
+            self._conn.close()
+        try:
+            proc.close()
+        except ValueError:  # still running after kill (should not happen); leave it to the OS
+            pass
+        self._proc = self._conn = self._reader = None
+
+    # ---- Private API
+
+    def _send(self, msg: dict[str, Any]) -> bool:
+        conn = self._conn
+        if conn is None:
+            return False
+        with self._send_lock:
+            try:
+                conn.send(msg)
+                return True
+            except (BrokenPipeError, EOFError, OSError):
+                return False
+
+    def _read_loop(self) -> None:
+        conn = self._conn
+        assert conn is not None
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                return
+            kind = msg.get("type") if isinstance(msg, dict) else None
+            try:
+                if kind == "samples":
+                    self._on_samples(msg["rows"])
+                elif kind == "sources":
+                    self.sources = msg["sources"]
+                    if self._on_sources is not None:
+                        self._on_sources(msg["sources"])
+                else:
+                    log.warning("telemetry sampler: ignoring unknown message %r", msg)
+            except Exception:
+                log.exception("telemetry callback failed for a %s message", kind)

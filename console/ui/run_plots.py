@@ -1,0 +1,124 @@
+"""The plots of one run — latency, CPU, memory — fed live from session events or from the history.
+
+One class serves both the live Run page and a run re-opened from the History page, so a stored run
+looks exactly as it did while it ran.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from PySide6 import QtWidgets
+
+from widgets.live_plot import LatencyPlot, TimeSeriesPlot
+
+PHASE_LABELS = {"loading": "loading", "warmup": "warm-up", "measuring": "measuring", "finishing": "finishing"}
+GIB = 1.0
+
+
+class RunPlots(QtWidgets.QWidget):
+    """Latency on top, CPU utilization and memory below, all on one time axis (seconds since run start)."""
+
+    # ---- Public API
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self.latency = LatencyPlot()
+        self.cpu = TimeSeriesPlot("CPU utilization", "utilization", "%", y_range=(0, 100))
+        self.memory = TimeSeriesPlot("Memory", "memory", "GiB")
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        splitter = QtWidgets.QSplitter()
+        splitter.setOrientation(splitter.orientation().Vertical)
+        for plot in (self.latency, self.cpu, self.memory):
+            splitter.addWidget(plot)
+        splitter.setSizes([400, 250, 250])
+        layout.addWidget(splitter)
+        self._t0_ns = 0
+        self._phase: tuple[str, int] | None = None
+
+    def clear(self) -> None:
+        for plot in (self.latency, self.cpu, self.memory):
+            plot.clear()
+            plot.clear_bands()
+        self._phase = None
+
+    def handle(self, event: dict[str, Any]) -> None:
+        """Route one session event to the plots (called on the GUI thread)."""
+        kind = event.get("type")
+        if kind == "started":
+            self.clear()
+            self._t0_ns = event["t0_ns"]
+        elif kind == "latencies":
+            self.add_latencies(np.asarray(event["t_ns"], dtype=np.int64), np.asarray(event["latency_ns"]))
+        elif kind == "samples":
+            self.add_samples(event["rows"])
+        elif kind == "sources":
+            self._show_missing(event["sources"])
+        elif kind == "phase":
+            self._phase_boundary(event["phase"], event["t_ns"])
+        elif kind == "finished":
+            summary = event.get("summary") or {}
+            self._phase_boundary(None, summary.get("t_end_ns") or 0)
+
+    def show_stored(self, run: dict[str, Any], t_ns: np.ndarray, latency_ns: np.ndarray,
+                    samples: list[dict[str, Any]]) -> None:
+        """Show a run from the history database."""
+        self.clear()
+        summary = run.get("summary") or {}
+        self._t0_ns = int(summary.get("t0_ns") or (t_ns[0] if len(t_ns) else 0))
+        t_lat = (np.asarray(t_ns, dtype=np.int64) - self._t0_ns) / 1e9
+        self.latency.set_data(t_lat, np.asarray(latency_ns, dtype=np.float64) / 1e6)
+        self.add_samples([(s["t_ns"], s["source"], s["metric"], s["value"], s["unit"], s["method"]) for s in samples])
+        for phase, t in summary.get("phases") or []:
+            self._phase_boundary(phase, t)
+        self._phase_boundary(None, summary.get("t_end_ns") or 0)
+        self.latency.set_title(f"Latency — run {run['run_id'][:8]} ({run['status']})")
+        self.refresh()
+
+    def add_latencies(self, t_ns: np.ndarray, latency_ns: np.ndarray) -> None:
+        self.latency.add_latencies((t_ns - self._t0_ns) / 1e9, latency_ns / 1e6)
+
+    def add_samples(self, rows: list[tuple]) -> None:
+        grouped: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        for t_ns, _source, metric, value, _unit, _method in rows:
+            grouped[metric].append((t_ns, value))
+        for metric, points in grouped.items():
+            target = self._series_for(metric)
+            if target is None:
+                continue
+            plot, series = target
+            data = np.asarray(points, dtype=np.float64)
+            plot.add_points(series, (data[:, 0] - self._t0_ns) / 1e9, data[:, 1])
+
+    def refresh(self) -> None:
+        for plot in (self.latency, self.cpu, self.memory):
+            plot.refresh()
+
+    # ---- Private API
+    def _series_for(self, metric: str):
+        if metric == "cpu.util":
+            return self.cpu, "total"
+        if metric.startswith("cpu") and metric.endswith(".util"):
+            return self.cpu, metric[: -len(".util")]
+        if metric == "mem.used":
+            return self.memory, "system used"
+        if metric == "worker.rss":
+            return self.memory, "worker RSS"
+        return None
+
+    def _show_missing(self, sources: list[dict[str, Any]]) -> None:
+        psutil_source = next((s for s in sources if s.get("name") == "psutil"), None)
+        if psutil_source is not None and not psutil_source.get("available", True):
+            reason = psutil_source.get("reason") or "psutil source failed"
+            self.cpu.set_unavailable(reason)
+            self.memory.set_unavailable(reason)
+
+    def _phase_boundary(self, phase: str | None, t_ns: int) -> None:
+        """Close the band of the phase that just ended and open the next one."""
+        if self._phase is not None and t_ns:
+            name, start = self._phase
+            for plot in (self.latency, self.cpu, self.memory):
+                plot.add_band((start - self._t0_ns) / 1e9, (t_ns - self._t0_ns) / 1e9, PHASE_LABELS.get(name, name))
+        self._phase = (phase, t_ns) if phase and phase != "finishing" else None

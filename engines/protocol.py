@@ -1,0 +1,65 @@
+"""Versioned events from a worker to the console: plain dicts that survive a pipe, JSON or a Ray stream.
+
+Event order: hello → phase(loading) → loaded → phase(warmup) → phase(measuring) →
+latencies* / progress* → result | error. Latencies travel in batches (~every 100 ms), never one
+message per iteration, so a fast model cannot flood the console.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+PROTOCOL_VERSION = 1
+
+PHASES = ("loading", "warmup", "measuring", "finishing")
+ERROR_KINDS = ("spec", "load", "runtime", "cancelled", "internal")
+
+# Required fields per event type (besides "v" and "type").
+FIELDS: dict[str, tuple[str, ...]] = {
+    "hello": ("pid", "versions"),
+    "phase": ("phase", "t_ns"),
+    "loaded": ("load_s", "params", "model_bytes"),
+    "latencies": ("t_ns", "latency_ns"),
+    "progress": ("phase", "fraction", "iterations", "elapsed_s"),
+    "result": ("iterations", "measured_s", "warmup_iterations", "first_inference_ms", "batch"),
+    "error": ("kind", "message", "traceback"),
+}
+
+
+class ProtocolError(ValueError):
+    """An event is malformed or from an incompatible protocol version."""
+
+
+def make(event_type: str, **fields: Any) -> dict[str, Any]:
+    """Build an event and check it has what its type requires."""
+    event = {"v": PROTOCOL_VERSION, "type": event_type, **fields}
+    check(event)
+    return event
+
+
+def check(event: Any) -> dict[str, Any]:
+    """Return the event if it is well formed for this protocol version, else raise ProtocolError."""
+    if not isinstance(event, dict):
+        raise ProtocolError(f"event must be a dict, got {type(event).__name__}")
+    if event.get("v") != PROTOCOL_VERSION:
+        raise ProtocolError(f"protocol version {event.get('v')!r} from worker, console speaks {PROTOCOL_VERSION}")
+    kind = event.get("type")
+    if kind not in FIELDS:
+        raise ProtocolError(f"unknown event type {kind!r}")
+    missing = [name for name in FIELDS[kind] if name not in event]
+    if missing:
+        raise ProtocolError(f"{kind} event lacks {', '.join(missing)}")
+    if kind == "phase" and event["phase"] not in PHASES:
+        raise ProtocolError(f"unknown phase {event['phase']!r}")
+    if kind == "latencies" and len(event["t_ns"]) != len(event["latency_ns"]):
+        raise ProtocolError("latencies event has t_ns and latency_ns of different lengths")
+    return event
+
+
+def dumps(event: dict[str, Any]) -> str:
+    return json.dumps(check(event), separators=(",", ":"))
+
+
+def loads(text: str) -> dict[str, Any]:
+    return check(json.loads(text))

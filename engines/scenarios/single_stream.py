@@ -1,0 +1,86 @@
+"""Single-stream: one query at a time, back to back — the latency a single user sees.
+
+Warm-up runs for `warmup_s` (results not kept), then measurement runs until `duration_s` or
+`iterations`. Each iteration is one perf_counter_ns pair written into a preallocated buffer; the
+buffer is shipped in batches about every 100 ms, so the hot loop never builds a message per
+iteration. Cancel is checked between iterations.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from collections.abc import Callable
+from typing import Any
+
+from engines import protocol
+from engines.backends.base import LoadedModel
+from engines.spec import RunSpec
+
+FLUSH_NS = 100_000_000  # ship latencies about every 100 ms
+CHUNK = 4096  # preallocated slots; a chunk is shipped early if it fills before 100 ms
+
+
+def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None],
+        cancelled: Callable[[], bool]) -> dict[str, Any]:
+    """Warm up, measure, and return the fields of the `result` event."""
+    clock = time.perf_counter_ns
+    emit(protocol.make("phase", phase="warmup", t_ns=clock()))
+    t0 = clock()
+    model.infer()
+    first_inference_ms = (clock() - t0) / 1e6
+    warmup_iterations = 1
+    warmup_end = t0 + int(spec.warmup_s * 1e9)
+    next_report = clock() + FLUSH_NS
+    while clock() < warmup_end and not cancelled():
+        model.infer()
+        warmup_iterations += 1
+        now = clock()
+        if now >= next_report:
+            fraction = min(1.0, (now - t0) / max(1, warmup_end - t0))
+            emit(protocol.make("progress", phase="warmup", fraction=fraction, iterations=warmup_iterations,
+                               elapsed_s=(now - t0) / 1e9))
+            next_report = now + FLUSH_NS
+
+    emit(protocol.make("phase", phase="measuring", t_ns=clock()))
+    starts = array("q", bytes(8 * CHUNK))
+    durations = array("q", bytes(8 * CHUNK))
+    limit_iterations = spec.iterations or 0
+    duration_ns = int(spec.duration_s * 1e9)
+    count = 0
+    filled = 0
+    begin = clock()
+    deadline = begin + duration_ns
+    next_flush = begin + FLUSH_NS
+    infer = model.infer
+    while not cancelled():
+        start = clock()
+        infer()
+        end = clock()
+        starts[filled] = start
+        durations[filled] = end - start
+        filled += 1
+        count += 1
+        if limit_iterations:
+            done = count >= limit_iterations
+        else:
+            done = end >= deadline
+        if done or filled == CHUNK or end >= next_flush:
+            emit(protocol.make("latencies", t_ns=starts[:filled].tolist(), latency_ns=durations[:filled].tolist()))
+            filled = 0
+            fraction = count / limit_iterations if limit_iterations else (end - begin) / duration_ns
+            emit(protocol.make("progress", phase="measuring", fraction=min(1.0, fraction), iterations=count,
+                               elapsed_s=(end - begin) / 1e9))
+            next_flush = end + FLUSH_NS
+        if done:
+            break
+    measured_end = clock()
+    if filled:
+        emit(protocol.make("latencies", t_ns=starts[:filled].tolist(), latency_ns=durations[:filled].tolist()))
+    return {
+        "iterations": count,
+        "measured_s": (measured_end - begin) / 1e9,
+        "warmup_iterations": warmup_iterations,
+        "first_inference_ms": first_inference_ms,
+        "batch": spec.batch,
+    }

@@ -1,0 +1,91 @@
+"""Worker entry point: run one RunSpec and report everything as protocol events through a sink.
+
+`run_spec` knows nothing of processes: it takes an `emit` callable and a `cancelled` callable, so the
+same loop runs in a local spawn-context worker (`worker_main`, below), in-process for benchmarks,
+or later on a Ray node.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import platform
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from engines import backends, protocol, scenarios
+from engines.spec import RunSpec, SpecError
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+# ---- Public API
+def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool] = lambda: False) -> None:
+    """Run a spec to the end, emitting hello → … → result | error. Never raises for run failures."""
+    emit(protocol.make("hello", pid=os.getpid(), versions=_versions(), t_ns=time.perf_counter_ns()))
+    try:
+        spec = RunSpec.from_dict(spec_data).validate()
+    except (SpecError, TypeError) as exc:
+        emit(_error("spec", exc))
+        return
+    emit(protocol.make("phase", phase="loading", t_ns=time.perf_counter_ns()))
+    try:
+        model = backends.module(spec.engine).load(spec)
+    except Exception as exc:  # noqa: BLE001 — any load failure becomes a reported error
+        emit(_error("load", exc, f"could not load {spec.model} on {spec.engine}/{spec.target}"))
+        return
+    emit(protocol.make("loaded", load_s=model.load_s, params=model.params, model_bytes=model.model_bytes,
+                       versions=model.versions, details=model.details))
+    try:
+        result = scenarios.module(spec.scenario).run(model, spec, emit, cancelled)
+    except Exception as exc:  # noqa: BLE001
+        emit(_error("runtime", exc, f"{spec.model} failed while running"))
+        return
+    finally:
+        model.close()
+    emit(protocol.make("phase", phase="finishing", t_ns=time.perf_counter_ns()))
+    emit(protocol.make("result", cancelled=cancelled(), **result))
+
+
+def worker_main(conn, spec_data: dict[str, Any]) -> None:
+    """Child-process entry: events go up the pipe; a 'cancel' message or a dead console stop the run."""
+    faulthandler.enable()
+    cancel = threading.Event()
+    threading.Thread(target=_listen, args=(conn, cancel), name="control", daemon=True).start()
+    try:
+        run_spec(spec_data, conn.send, cancel.is_set)
+    except (BrokenPipeError, EOFError, OSError):
+        os._exit(3)  # the console is gone: nobody to report to
+    finally:
+        try:
+            conn.close()
+        except OSError:
+            pass
+
+
+# ---- Private API
+def _listen(conn, cancel: threading.Event) -> None:
+    """Read control messages; when the console's end of the pipe closes, the console died: exit now."""
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            os._exit(3)
+        if isinstance(message, dict) and message.get("cmd") == "cancel":
+            cancel.set()
+
+
+def _versions() -> dict[str, str]:
+    return {"python": platform.python_version(), "platform": platform.platform(),
+            "protocol": str(protocol.PROTOCOL_VERSION), "executable": sys.executable}
+
+
+def _error(kind: str, exc: BaseException, context: str = "") -> dict[str, Any]:
+    message = f"{type(exc).__name__}: {exc}"
+    if context:
+        message = f"{context}: {message}"
+    return protocol.make("error", kind=kind, message=message, traceback=traceback.format_exc())

@@ -1,0 +1,33 @@
+import pytest
+
+from engines import protocol
+
+
+def test_every_event_type_round_trips_through_json():
+    events = [
+        protocol.make("hello", pid=12, versions={"python": "3.11"}),
+        protocol.make("phase", phase="warmup", t_ns=5),
+        protocol.make("loaded", load_s=0.5, params=10, model_bytes=40),
+        protocol.make("latencies", t_ns=[1, 2, 3], latency_ns=[10, 20, 30]),
+        protocol.make("progress", phase="measuring", fraction=0.5, iterations=3, elapsed_s=0.1),
+        protocol.make("result", iterations=3, measured_s=0.1, warmup_iterations=1, first_inference_ms=2.0, batch=1),
+        protocol.make("error", kind="load", message="boom", traceback="tb"),
+    ]
+    for event in events:
+        assert protocol.loads(protocol.dumps(event)) == event
+
+
+@pytest.mark.parametrize(
+    ("event", "words"),
+    [
+        ([1, 2], "must be a dict"),
+        ({"v": 99, "type": "hello", "pid": 1, "versions": {}}, "protocol version 99"),
+        ({"v": protocol.PROTOCOL_VERSION, "type": "telepathy"}, "unknown event type"),
+        ({"v": protocol.PROTOCOL_VERSION, "type": "loaded", "load_s": 1}, "lacks params, model_bytes"),
+        ({"v": protocol.PROTOCOL_VERSION, "type": "phase", "phase": "dreaming", "t_ns": 1}, "unknown phase"),
+        ({"v": protocol.PROTOCOL_VERSION, "type": "latencies", "t_ns": [1], "latency_ns": []}, "different lengths"),
+    ],
+)
+def test_malformed_events_are_rejected_with_the_reason(event, words):
+    with pytest.raises(protocol.ProtocolError, match=words):
+        protocol.check(event)
