@@ -1,0 +1,109 @@
+"""The command line end to end: real worker processes, a real history file, real exit codes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def labconsole(*args, db=None, timeout=180):
+    env = dict(os.environ)
+    env.pop("LABCONSOLE_DB", None)
+    command = [sys.executable, "-m", "console", *args] + (["--db", str(db)] if db else [])
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    return tmp_path_factory.mktemp("cli") / "history.db"
+
+
+@pytest.fixture(scope="module")
+def first_run(db):
+    done = labconsole("run", "--model", "mlp", "--duration", "1", "--warmup", "0.2", "--name", "cli-e2e", "--json",
+                      db=db)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_run_json_reports_a_real_measurement(first_run):
+    r = first_run
+    assert r["status"] == "completed" and r["model"] == "mlp" and r["engine"] == "torch" and r["target"] == "cpu"
+    assert len(r["run_id"]) == 32 and r["batch"] == 1 and r["name"] == "cli-e2e"
+    assert r["iterations"] > 10
+    assert 0.9 <= r["duration_s"] < 5
+    assert r["load_s"] > 0
+    lat = r["latency_ms"]
+    assert 0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"]
+    assert r["throughput_per_s"] == pytest.approx(r["iterations"] * r["batch"] / r["duration_s"], rel=1e-6)
+
+
+def test_history_lists_the_run_newest_first(db, first_run):
+    second = labconsole("run", "--model", "cnn", "--iterations", "5", "--warmup", "0", "--json", db=db)
+    assert second.returncode == 0, second.stderr
+    second_id = json.loads(second.stdout)["run_id"]
+    assert json.loads(second.stdout)["iterations"] == 5
+    listed = labconsole("history", "--json", db=db)
+    assert listed.returncode == 0, listed.stderr
+    runs = json.loads(listed.stdout)
+    assert [r["run_id"] for r in runs[:2]] == [second_id, first_run["run_id"]]
+    assert runs[1]["latency_ms"]["p50"] == pytest.approx(first_run["latency_ms"]["p50"])
+    assert {"run_id", "started_at", "status", "model", "engine", "target", "latency_ms"} <= set(runs[0])
+    human = labconsole("history", db=db)
+    assert first_run["run_id"][:8] in human.stdout
+
+
+def test_targets_json_lists_cpu_and_says_why_others_are_missing():
+    done = labconsole("targets", "--json")
+    assert done.returncode == 0, done.stderr
+    targets = json.loads(done.stdout)
+    cpu = next(t for t in targets if t["id"] == "cpu")
+    assert cpu["available"] and "torch" in cpu["engines"] and cpu["name"]
+    for target in targets:
+        assert {"id", "name", "available", "engines"} <= set(target)
+        if not target["available"]:
+            assert target["reason"]
+
+
+def test_models_json_lists_the_catalog():
+    models = json.loads(labconsole("models", "--json").stdout)
+    assert {m["name"] for m in models} >= {"mlp", "cnn"}
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--model", "nosuchmodel"], "--model: unknown value 'nosuchmodel'; allowed: mlp, cnn"),
+        (["--engine", "jax"], "--engine: unknown value 'jax'"),
+        (["--target", "tpu0"], "--target: unknown target 'tpu0'"),
+        (["--batch", "0"], "--batch: must be a whole number"),
+        (["--duration", "0"], "--duration: must be a number > 0"),
+        (["--duration", "-3"], "--duration: must be a number > 0"),
+    ],
+)
+def test_bad_run_options_exit_2_naming_the_option(tmp_path, args, words):
+    done = labconsole("run", *args, db=tmp_path / "h.db", timeout=60)
+    assert done.returncode == 2
+    assert words in done.stderr
+    assert not (tmp_path / "h.db").exists(), "nothing is written for a run that never started"
+
+
+def test_a_file_that_is_not_sqlite_is_refused_and_left_untouched(tmp_path):
+    bad = tmp_path / "notes.db"
+    content = os.urandom(4096)
+    bad.write_bytes(content)
+    for args in (["history"], ["run", "--iterations", "3"]):
+        done = labconsole(*args, db=bad, timeout=60)
+        assert done.returncode == 1
+        assert "not an SQLite database" in done.stderr and "Fix" in done.stderr
+    assert bad.read_bytes() == content
+
+
+def test_an_unwritable_database_path_names_the_fix(tmp_path):
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    done = labconsole("run", "--iterations", "3", db=blocker / "h.db", timeout=60)
+    assert done.returncode == 1
+    assert "--db" in done.stderr and "LABCONSOLE_DB" in done.stderr
