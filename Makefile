@@ -25,11 +25,11 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test: lint
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests -m "not benchmark"
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/benchmarks -m benchmark -s
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests --ignore=tests/benchmarks
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/benchmarks -s
 
 bench: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/benchmarks -m benchmark -s
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/benchmarks -s
 
 clean:
 	rm -rf $(VENV) build dist

@@ -32,9 +32,15 @@ class ProtocolError(ValueError):
 
 
 def make(event_type: str, **fields: Any) -> dict[str, Any]:
-    """Build an event and check it has what its type requires."""
+    """Build an event and check it has what its type requires, in plain built-in types only.
+
+    Plain types matter: unpickling a library's object (torch's TorchVersion is a str subclass) would make
+    the console import that library, the very thing the process boundary exists to prevent.
+    """
     event = {"v": PROTOCOL_VERSION, "type": event_type, **fields}
     check(event)
+    if event_type != "latencies":  # the hot path: array('q').tolist() is plain by construction
+        _check_plain(event, event_type)
     return event
 
 
@@ -55,6 +61,26 @@ def check(event: Any) -> dict[str, Any]:
     if kind == "latencies" and len(event["t_ns"]) != len(event["latency_ns"]):
         raise ProtocolError("latencies event has t_ns and latency_ns of different lengths")
     return event
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _check_plain(value: Any, where: str) -> None:
+    kind = type(value)
+    if kind in _SCALARS:
+        return
+    if kind in (list, tuple):
+        for item in value:
+            _check_plain(item, where)
+    elif kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise ProtocolError(f"{where}: key {key!r} is not a plain str")
+            _check_plain(item, f"{where}.{key}")
+    else:
+        raise ProtocolError(f"{where}: {kind.__module__}.{kind.__name__} is not a plain built-in type "
+                            "(convert it with str()/int()/float() before sending)")
 
 
 def dumps(event: dict[str, Any]) -> str:

@@ -9,11 +9,8 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from console import __version__, paths
-from console.history import HistoryError, HistoryStore, HistoryWriter
 from console.ui.main_window import MainWindow
-from console.ui.run_controller import RunController
 from console.ui.settings import APPLICATION, ORGANIZATION
-from engines.worker import worker_main
 
 
 def application() -> QtWidgets.QApplication:
@@ -27,26 +24,59 @@ def application() -> QtWidgets.QApplication:
     return app
 
 
-def build_main_window(db: str | Path | None = None, worker_entry: Callable[..., None] = worker_main,
+def build_main_window(db: str | Path | None = None, worker_entry: Callable[..., None] | None = None,
                       telemetry_hz: float | None = 10.0, discover_targets: bool = True) -> MainWindow:
-    """The window with its history and runner; a broken database gives a window that says why, not a crash."""
-    db_path = paths.history_db(db)
+    """The complete window, built at once (tests, self-test)."""
+    window = MainWindow(paths.history_db(db))
+    attach_workspace(window, worker_entry, telemetry_hz, discover_targets)
+    return window
+
+
+def attach_workspace(window: MainWindow, worker_entry: Callable[..., None] | None = None,
+                     telemetry_hz: float | None = 10.0, discover_targets: bool = True) -> None:
+    """Open the history and the runner, then build the pages. A broken database gives a window that says why."""
+    from console.history import HistoryError, HistoryStore, HistoryWriter
+    from console.ui.run_controller import RunController
+    from engines.worker import worker_main
+
     try:
-        writer = HistoryWriter.open(db_path)
-        store = HistoryStore(db_path)
+        writer = HistoryWriter.open(window.db_path)
+        store = HistoryStore(window.db_path)
     except HistoryError as exc:
-        return MainWindow(db_path, None, None, startup_error=str(exc), discover_targets=discover_targets)
-    controller = RunController(writer, worker_entry=worker_entry, telemetry_hz=telemetry_hz)
-    window = MainWindow(db_path, controller, store, discover_targets=discover_targets)
+        window.attach(None, None, startup_error=str(exc), discover_targets=discover_targets)
+        return
+    controller = RunController(writer, worker_entry=worker_entry or worker_main, telemetry_hz=telemetry_hz)
     controller.setParent(window)
+    window.attach(controller, store, discover_targets=discover_targets)
     window.destroyed.connect(lambda *_: (writer.close(), store.close()))
+
+
+class _AfterFirstPaint(QtCore.QObject):
+    """Runs a callback once, just after the window's first paint: the shell shows at once, pages follow."""
+
+    def __init__(self, window: QtWidgets.QWidget, callback: Callable[[], None]):
+        super().__init__(window)
+        self._callback = callback
+        window.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 — Qt override
+        if event.type() == QtCore.QEvent.Type.Paint and self._callback is not None:
+            callback, self._callback = self._callback, None
+            obj.removeEventFilter(self)
+            QtCore.QTimer.singleShot(0, callback)
+        return False
+
+
+def launch(db: str | None = None) -> MainWindow:
+    """Show the shell now; open the history and build the pages right after its first paint."""
+    application()
+    window = MainWindow(paths.history_db(db))
+    _AfterFirstPaint(window, lambda: attach_workspace(window))
+    window.show()
     return window
 
 
 def run_app(db: str | None = None) -> int:
     app = application()
-    window = build_main_window(db)
-    window.show()
-    code = app.exec()
-    QtCore.QCoreApplication.processEvents()
-    return code
+    window = launch(db)  # noqa: F841 — kept alive for the event loop
+    return app.exec()

@@ -5,19 +5,16 @@ from __future__ import annotations
 import platform
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from console import __version__
-from console.history import HistoryStore
-from console.ui.history_page import HistoryPage
-from console.ui.run_controller import RunController
-from console.ui.run_page import RunPage
 from console.ui.settings import Settings
-from console.ui.target_discovery import TargetDiscovery
-from engines import backends, catalog
-from engines.spec import RunSpec, SpecError
+
+if TYPE_CHECKING:
+    from console.history import HistoryStore
+    from console.ui.run_controller import RunController
 
 ENGINE_LABELS = {"torch": "PyTorch (eager)", "onnxruntime": "ONNX Runtime"}
 
@@ -26,27 +23,52 @@ class MainWindow(QtWidgets.QMainWindow):
     """Owns the pages; a run goes form → RunController → RunSession → worker and back as events."""
 
     # ---- Public API
-    def __init__(self, db_path: Path, controller: RunController | None, store: HistoryStore | None,
-                 startup_error: str = "", discover_targets: bool = True):
+    def __init__(self, db_path: Path):
+        """The light shell: menus, tabs and status bar, imports nothing heavy, so it paints at once.
+
+        `attach()` then builds the pages (pyqtgraph, SQLite, the runner) — right away for tests and the
+        self-test, or just after the first paint when the app starts (see console.ui.app).
+        """
         super().__init__()
         self.setWindowTitle(f"Lab Console — {db_path.name}")
         self.db_path = db_path
-        self.controller = controller
-        self.store = store
+        self.controller: RunController | None = None
+        self.store: HistoryStore | None = None
+        self.startup_error = ""
         self.settings = Settings()
-        self.run_page = RunPage()
-        self.history_page = HistoryPage(store)
         self.tabs = QtWidgets.QTabWidget()
-        self.tabs.addTab(self.run_page, "Run")
-        self.tabs.addTab(self.history_page, "History")
+        for name in ("Run", "History"):
+            placeholder = QtWidgets.QLabel("Loading…")
+            placeholder.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+            self.tabs.addTab(placeholder, name)
         self.setCentralWidget(self.tabs)
         self._build_menus()
+        self.settings.restore_window(self)
+        self.status = self.statusBar()
+        self.status.showMessage(f"Starting… · history {db_path}")
+        self.run_page = None
+        self.history_page = None
+
+    def attach(self, controller: RunController | None, store: HistoryStore | None, startup_error: str = "",
+               discover_targets: bool = True) -> None:
+        """Build the pages and connect the runner; a broken history gives pages that say why."""
+        from console.ui.history_page import HistoryPage
+        from console.ui.run_page import RunPage
+        from console.ui.target_discovery import TargetDiscovery
+
+        self.controller, self.store, self.startup_error = controller, store, startup_error
+        self.run_page = RunPage()
+        self.history_page = HistoryPage(store)
+        index = self.settings.tab_index()
+        for position, (page, name) in enumerate(((self.run_page, "Run"), (self.history_page, "History"))):
+            placeholder = self.tabs.widget(position)
+            self.tabs.removeTab(position)
+            self.tabs.insertTab(position, page, name)
+            placeholder.deleteLater()
+        self.tabs.setCurrentIndex(index)
         self._fill_choices()
         self.run_page.form.set_values(self.settings.form_values())
-        self.settings.restore_window(self)
-        self.tabs.setCurrentIndex(self.settings.tab_index())
-        self.status = self.statusBar()
-        self.status.showMessage(f"History: {db_path}  ·  host {platform.node()}  ·  Lab Console {__version__}")
+        self.status.showMessage(f"History: {self.db_path}  ·  host {platform.node()}  ·  Lab Console {__version__}")
 
         self.run_page.sig_run_requested.connect(self.start_run)
         self.run_page.sig_stop_requested.connect(self.stop_run)
@@ -68,6 +90,8 @@ class MainWindow(QtWidgets.QMainWindow):
         """Validate the form and start a run; a bad field is named in a dialog, nothing is spawned."""
         if self.controller is None:
             return None
+        from engines.spec import RunSpec, SpecError
+
         values = dict(values or self.run_page.form.values())
         self.settings.save_form_values(values)
         try:
@@ -81,7 +105,7 @@ class MainWindow(QtWidgets.QMainWindow):
         except RuntimeError as exc:
             self._show_error(str(exc), "Run in progress")
             return None
-        self.tabs.setCurrentWidget(self.run_page)
+        self.tabs.setCurrentIndex(0)
         self.status.showMessage(f"Run {run_id[:8]} started: {spec.label()}")
         return run_id
 
@@ -99,9 +123,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self._action(run_menu, "&Start run", "Ctrl+R", lambda: self.start_run())
         self._action(run_menu, "S&top run", "Esc", self.stop_run)
         view = bar.addMenu("&View")
-        self._action(view, "&Run page", "Ctrl+1", lambda: self.tabs.setCurrentWidget(self.run_page))
-        self._action(view, "&History page", "Ctrl+2", lambda: self.tabs.setCurrentWidget(self.history_page))
-        self._action(view, "Re&load history", "F5", self.history_page.reload)
+        self._action(view, "&Run page", "Ctrl+1", lambda: self.tabs.setCurrentIndex(0))
+        self._action(view, "&History page", "Ctrl+2", lambda: self.tabs.setCurrentIndex(1))
+        self._action(view, "Re&load history", "F5", lambda: self.history_page and self.history_page.reload())
         help_menu = bar.addMenu("&Help")
         self._action(help_menu, "&About Lab Console", None, self._about)
 
@@ -113,6 +137,8 @@ class MainWindow(QtWidgets.QMainWindow):
         return action
 
     def _fill_choices(self) -> None:
+        from engines import backends, catalog
+
         form = self.run_page.form
         form.set_choices("model", [(m["name"], f"{m['name']} — {m['description']}", True, f"input {m['input']}")
                                    for m in catalog.describe()])
@@ -151,7 +177,8 @@ class MainWindow(QtWidgets.QMainWindow):
             self.controller.stop()
             self.controller.wait(10.0)
         self.settings.save_window(self)
-        self.settings.save_tab_index(self.tabs.currentIndex())
-        self.settings.save_form_values(self.run_page.form.values())
-        self._discovery.stop()
+        if self.run_page is not None:
+            self.settings.save_tab_index(self.tabs.currentIndex())
+            self.settings.save_form_values(self.run_page.form.values())
+            self._discovery.stop()
         super().closeEvent(event)

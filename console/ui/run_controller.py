@@ -25,7 +25,7 @@ class RunController(QtCore.QObject):
                  worker_entry: Callable[..., None] = worker_main, telemetry_hz: float | None = 10.0):
         super().__init__(parent)
         self._writer = writer
-        self._entry = worker_entry
+        self.worker_entry = worker_entry
         self._telemetry_hz = telemetry_hz
         self._session: RunSession | None = None
         self._relay.connect(self._deliver, QtCore.Qt.ConnectionType.QueuedConnection)
@@ -41,7 +41,7 @@ class RunController(QtCore.QObject):
         if self.busy:
             raise RuntimeError("a run is already in progress: stop it first (Esc)")
         self._session = RunSession(spec, self._writer, listener=self._relay.emit,
-                                   telemetry_hz=self._telemetry_hz, worker_entry=self._entry)
+                                   telemetry_hz=self._telemetry_hz, worker_entry=self.worker_entry)
         run_id = self._session.start()
         self.sig_busy.emit(True)
         return run_id

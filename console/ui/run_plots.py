@@ -15,7 +15,6 @@ from PySide6 import QtWidgets
 from widgets.live_plot import LatencyPlot, TimeSeriesPlot
 
 PHASE_LABELS = {"loading": "loading", "warmup": "warm-up", "measuring": "measuring", "finishing": "finishing"}
-GIB = 1.0
 
 
 class RunPlots(QtWidgets.QWidget):
@@ -36,13 +35,11 @@ class RunPlots(QtWidgets.QWidget):
         splitter.setSizes([400, 250, 250])
         layout.addWidget(splitter)
         self._t0_ns = 0
-        self._phase: tuple[str, int] | None = None
 
     def clear(self) -> None:
         for plot in (self.latency, self.cpu, self.memory):
             plot.clear()
             plot.clear_bands()
-        self._phase = None
 
     def handle(self, event: dict[str, Any]) -> None:
         """Route one session event to the plots (called on the GUI thread)."""
@@ -116,9 +113,12 @@ class RunPlots(QtWidgets.QWidget):
             self.memory.set_unavailable(reason)
 
     def _phase_boundary(self, phase: str | None, t_ns: int) -> None:
-        """Close the band of the phase that just ended and open the next one."""
-        if self._phase is not None and t_ns:
-            name, start = self._phase
-            for plot in (self.latency, self.cpu, self.memory):
-                plot.add_band((start - self._t0_ns) / 1e9, (t_ns - self._t0_ns) / 1e9, PHASE_LABELS.get(name, name))
-        self._phase = (phase, t_ns) if phase and phase != "finishing" else None
+        """Open a shaded band for the phase that starts (it follows live data), closing the previous one."""
+        if not t_ns:
+            return
+        t_s = (t_ns - self._t0_ns) / 1e9
+        for plot in (self.latency, self.cpu, self.memory):
+            if phase and phase != "finishing":
+                plot.add_band(t_s, None, PHASE_LABELS.get(phase, phase))
+            else:
+                plot.end_band(t_s)

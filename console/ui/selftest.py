@@ -55,7 +55,7 @@ def _check(result: dict[str, Any], out: Path, db_path: Path) -> None:
     window.show()
     app.processEvents()
     if window.controller is None:
-        raise RuntimeError("the window has no runner (history database unusable)")
+        raise RuntimeError(f"the window cannot run: history database unusable: {window.startup_error}")
     run_ids = {}
     for engine in backends.names():
         spec = RunSpec(model="mlp", engine=engine, target="cpu", batch=1, duration_s=1.0, warmup_s=0.3,

@@ -40,7 +40,7 @@ def load(spec: RunSpec) -> LoadedModel:
         load_s=load_s,
         params=params,
         model_bytes=model_bytes,
-        versions={"torch": torch.__version__},
+        versions={"torch": str(torch.__version__)},
         details={"threads": torch.get_num_threads(), "device": str(device),
                  "input_shape": list(example.shape), "dtype": str(example.dtype).replace("torch.", "")},
     )

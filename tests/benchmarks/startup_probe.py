@@ -1,4 +1,5 @@
-"""Launched by the start-up benchmark: build a window, print 'painted' at its first paint, exit.
+"""Launched by the start-up benchmark: print 'painted' at the window's first paint, 'ready' when its pages
+are built and painted, then exit.
 
 Usage: python startup_probe.py bare|console DB_PATH
 """
@@ -10,26 +11,38 @@ def main() -> None:
     mode, db = sys.argv[1], sys.argv[2]
     from PySide6 import QtCore, QtWidgets
 
-    class FirstPaint(QtCore.QObject):
+    class Paints(QtCore.QObject):
+        def __init__(self, window, ready):
+            super().__init__()
+            self.window, self.ready, self.painted = window, ready, False
+
         def eventFilter(self, obj, event):  # noqa: N802 — Qt override
             if event.type() == QtCore.QEvent.Type.Paint:
-                print("painted", flush=True)
-                QtCore.QTimer.singleShot(0, app.quit)
-                self.deleteLater()
+                if not self.painted:
+                    self.painted = True
+                    print("painted", flush=True)
+                if self.ready():
+                    print("ready", flush=True)
+                    obj.removeEventFilter(self)
+                    QtCore.QTimer.singleShot(0, app.quit)
+                else:
+                    QtCore.QTimer.singleShot(10, obj.update)  # ask for another paint until the pages are in
             return False
 
     if mode == "bare":
         app = QtWidgets.QApplication(sys.argv[:1])
         window = QtWidgets.QMainWindow()
         window.resize(1400, 860)
+        watcher = Paints(window, lambda: True)
+        window.installEventFilter(watcher)
+        window.show()
     else:
-        from console.ui.app import application, build_main_window
+        from console.ui.app import application, launch
 
         app = application()
-        window = build_main_window(db)
-    watcher = FirstPaint()
-    window.installEventFilter(watcher)
-    window.show()
+        window = launch(db)
+        watcher = Paints(window, lambda: window.run_page is not None)
+        window.installEventFilter(watcher)
     app.exec()
     window.close()
 

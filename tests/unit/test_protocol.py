@@ -31,3 +31,13 @@ def test_every_event_type_round_trips_through_json():
 def test_malformed_events_are_rejected_with_the_reason(event, words):
     with pytest.raises(protocol.ProtocolError, match=words):
         protocol.check(event)
+
+
+def test_library_objects_are_refused_so_the_console_never_unpickles_them():
+    class TorchVersion(str):  # what torch.__version__ really is
+        pass
+
+    with pytest.raises(protocol.ProtocolError, match=r"loaded.versions.torch: .*TorchVersion is not a plain"):
+        protocol.make("loaded", load_s=0.1, params=1, model_bytes=4, versions={"torch": TorchVersion("2.13")})
+    with pytest.raises(protocol.ProtocolError, match="not a plain"):
+        protocol.make("hello", pid=1, versions={}, extra=object())

@@ -1,0 +1,301 @@
+"""Every past run in one sortable, filterable table.
+
+A lab history grows to thousands of runs, so this is a model/view table (rows formatted once, when set) rather
+than a widget per cell. Numbers sort as numbers, a run without a summary sorts last, and the order given (newest
+first) is kept until a header is clicked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from widgets import theme
+from widgets.formatting import MISSING, format_number
+
+COLUMNS = (
+    "Started", "Name", "Model", "Engine", "Target", "Batch", "Status", "p50 (ms)", "Throughput (/s)", "Run ID",
+)
+COL_STARTED, COL_NAME, COL_MODEL, COL_ENGINE, COL_TARGET, COL_BATCH, COL_STATUS, COL_P50, COL_THROUGHPUT, COL_ID = (
+    range(len(COLUMNS))
+)
+_NUMERIC_COLUMNS = frozenset({COL_BATCH, COL_P50, COL_THROUGHPUT})
+_FILTERED_FIELDS = ("model", "engine", "target", "status", "name")
+_RIGHT = QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter
+_LEFT = QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignVCenter
+
+
+def _local_time(iso) -> tuple[str, float | None]:
+    """ISO time → local "YYYY-MM-DD HH:MM:SS" and epoch seconds; a time without a zone is taken as local."""
+    if not isinstance(iso, str) or not iso:
+        return MISSING, None
+    try:
+        dt = datetime.fromisoformat(iso.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return iso, None
+    if dt.tzinfo is not None:
+        dt = dt.astimezone()
+    try:
+        return dt.strftime("%Y-%m-%d %H:%M:%S"), dt.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return dt.strftime("%Y-%m-%d %H:%M:%S"), None
+
+
+def _number(value) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if x == x else None  # NaN is "missing"
+
+
+@dataclass(frozen=True)
+class _Row:
+    run_id: str
+    status: str
+    started_iso: str
+    display: tuple[str, ...]
+    sort_keys: tuple  # per column: (0, value) or (1, 0) when missing, so missing sorts last ascending
+    haystack: str  # lower-cased text the filter searches
+
+
+def _make_row(run: dict) -> _Row:
+    run_id = str(run.get("run_id") or "")
+    status = str(run.get("status") or "")
+    started_text, started_epoch = _local_time(run.get("started_at"))
+    summary = run.get("summary") if isinstance(run.get("summary"), dict) else {}
+    latency = summary.get("latency_ms") if isinstance(summary.get("latency_ms"), dict) else {}
+    batch = _number(run.get("batch"))
+    p50 = _number(latency.get("p50"))
+    throughput = _number(summary.get("throughput_per_s"))
+    texts = {f: str(run.get(f) or "") for f in ("name", "model", "engine", "target")}
+
+    def key(value):
+        return (1, 0) if value is None or value == "" else (0, value)
+
+    display = (
+        started_text, texts["name"], texts["model"], texts["engine"], texts["target"],
+        MISSING if batch is None else f"{int(batch):,}", status,
+        format_number(p50), format_number(throughput), run_id[:8],
+    )
+    sort_keys = (
+        key(started_epoch if started_epoch is not None else (started_text if started_text != MISSING else None)),
+        key(texts["name"].lower()), key(texts["model"].lower()), key(texts["engine"].lower()),
+        key(texts["target"].lower()), key(batch), key(status.lower()), key(p50), key(throughput), key(run_id),
+    )
+    haystack = " ".join(str(run.get(f) or "") for f in _FILTERED_FIELDS).lower()
+    return _Row(run_id, status, str(run.get("started_at") or ""), display, sort_keys, haystack)
+
+
+class _RunsTableModel(QtCore.QAbstractTableModel):
+    """Rows formatted once in ``set_runs`` so painting thousands of them stays cheap."""
+
+    def __init__(self, parent: QtCore.QObject | None = None):
+        super().__init__(parent)
+        self._rows: list[_Row] = []
+
+    def set_runs(self, runs: list[dict]) -> None:
+        self.beginResetModel()
+        self._rows = [_make_row(run) for run in runs]
+        self.endResetModel()
+
+    def row(self, row: int) -> _Row:
+        return self._rows[row]
+
+    def rowCount(self, parent=QtCore.QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QtCore.QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def data(self, index: QtCore.QModelIndex, role: int = QtCore.Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        row = self._rows[index.row()]
+        column = index.column()
+        if role == QtCore.Qt.ItemDataRole.DisplayRole:
+            return row.display[column]
+        if role == QtCore.Qt.ItemDataRole.TextAlignmentRole:
+            return _RIGHT if column in _NUMERIC_COLUMNS else _LEFT
+        if role == QtCore.Qt.ItemDataRole.ForegroundRole and column == COL_STATUS:
+            color = theme.STATUS_COLORS.get(row.status.lower())
+            if color and row.status.lower() != "completed":
+                return QtGui.QBrush(QtGui.QColor(color))
+            return None
+        if role == QtCore.Qt.ItemDataRole.ToolTipRole:
+            if column == COL_ID:
+                return row.run_id
+            if column == COL_STARTED:
+                return row.started_iso
+            if column in (COL_P50, COL_THROUGHPUT) and row.display[column] == MISSING:
+                return "not available"
+            return None
+        return None
+
+    def headerData(self, section: int, orientation, role: int = QtCore.Qt.ItemDataRole.DisplayRole):
+        if orientation != QtCore.Qt.Orientation.Horizontal:
+            return None
+        if role == QtCore.Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        if role == QtCore.Qt.ItemDataRole.TextAlignmentRole:
+            return _RIGHT if section in _NUMERIC_COLUMNS else _LEFT
+        return None
+
+
+class _RunsFilterProxy(QtCore.QSortFilterProxyModel):
+    """Keeps rows whose model/engine/target/status/name contain every filter word; sorts on typed keys."""
+
+    def __init__(self, parent: QtCore.QObject | None = None):
+        super().__init__(parent)
+        self._terms: list[str] = []
+
+    def set_filter_text(self, text: str) -> None:
+        if hasattr(self, "beginFilterChange"):  # Qt >= 6.10
+            self.beginFilterChange()
+            self._terms = text.lower().split()
+            self.endFilterChange(QtCore.QSortFilterProxyModel.Direction.Rows)
+        else:
+            self._terms = text.lower().split()
+            self.invalidateFilter()
+
+    def filterAcceptsRow(self, source_row: int, source_parent: QtCore.QModelIndex) -> bool:
+        if not self._terms:
+            return True
+        haystack = self.sourceModel().row(source_row).haystack
+        return all(term in haystack for term in self._terms)
+
+    def lessThan(self, left: QtCore.QModelIndex, right: QtCore.QModelIndex) -> bool:
+        model = self.sourceModel()
+        column = left.column()
+        a = model.row(left.row()).sort_keys[column]
+        b = model.row(right.row()).sort_keys[column]
+        try:
+            return a < b
+        except TypeError:  # e.g. a parsed time against an unparsable one
+            return str(a) < str(b)
+
+
+class HistoryTable(QtWidgets.QWidget):
+    """Filter box over the table of past runs."""
+
+    sig_run_activated = QtCore.Signal(str)  # run_id, on double-click or Enter
+    sig_selection_changed = QtCore.Signal(list)  # selected run ids, in view order
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._model = _RunsTableModel(self)
+        self._proxy = _RunsFilterProxy(self)
+        self._proxy.setSourceModel(self._model)
+
+        self._filter = QtWidgets.QLineEdit()
+        self._filter.setPlaceholderText("Filter by model, engine, target, status or name")
+        self._filter.setClearButtonEnabled(True)
+        self._filter.setFont(theme.font(theme.BASE_PT))
+        self._filter.textChanged.connect(self._on_filter_changed)
+        self._count = QtWidgets.QLabel()
+        self._count.setStyleSheet(f"color: {theme.MUTED};")
+        self._count.setFont(theme.font(theme.BASE_PT))
+
+        self._view = QtWidgets.QTableView()
+        self._view.setModel(self._proxy)
+        self._view.setFont(theme.font(theme.BASE_PT))
+        self._view.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self._view.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.ExtendedSelection)
+        self._view.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self._view.setAlternatingRowColors(True)
+        self._view.setWordWrap(False)
+        self._view.setShowGrid(False)
+        self._view.verticalHeader().hide()
+        self._view.verticalHeader().setDefaultSectionSize(self._view.fontMetrics().height() + 10)
+        header = self._view.horizontalHeader()
+        header.setFont(theme.font(theme.BASE_PT, bold=True))
+        header.setHighlightSections(False)
+        header.setStretchLastSection(True)
+        # Column -1 keeps the given order (newest first) until a header is clicked; descending would reverse it.
+        header.setSortIndicator(-1, QtCore.Qt.SortOrder.AscendingOrder)
+        self._view.setSortingEnabled(True)
+        self._view.activated.connect(self._on_activated)  # double-click and Enter
+        self._view.selectionModel().selectionChanged.connect(self._on_selection_changed)
+        self._sized = False
+
+        top = QtWidgets.QHBoxLayout()
+        top.addWidget(self._filter, 1)
+        top.addWidget(self._count)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addWidget(self._view, 1)
+        self._update_count()
+
+    # ---- Public API
+    def set_runs(self, runs: list[dict]) -> None:
+        """Replace the rows (newest first, as given); the filter, sort column and selected runs are kept."""
+        selected = set(self.selected_run_ids())
+        self._model.set_runs(runs)
+        if not self._sized and runs:
+            self._view.resizeColumnsToContents()
+            self._sized = True
+        if selected:
+            self._select_ids(selected)
+        self._update_count()
+
+    def selected_run_ids(self) -> list[str]:
+        rows = sorted(index.row() for index in self._view.selectionModel().selectedRows())
+        ids = []
+        for row in rows:
+            source = self._proxy.mapToSource(self._proxy.index(row, 0))
+            ids.append(self._model.row(source.row()).run_id)
+        return ids
+
+    def set_filter_text(self, text: str) -> None:
+        self._filter.setText(text)
+
+    def row_count(self) -> int:
+        """Rows shown after filtering."""
+        return self._proxy.rowCount()
+
+    def run_id_at(self, row: int) -> str:
+        """Run id of the ``row``-th row as shown (after filter and sort)."""
+        source = self._proxy.mapToSource(self._proxy.index(row, 0))
+        return self._model.row(source.row()).run_id
+
+    def cell_text(self, row: int, column: int) -> str:
+        return self._proxy.index(row, column).data() or ""
+
+    @property
+    def view(self) -> QtWidgets.QTableView:
+        return self._view
+
+    @property
+    def filter_edit(self) -> QtWidgets.QLineEdit:
+        return self._filter
+
+    # ---- Private API
+    def _on_filter_changed(self, text: str) -> None:
+        self._proxy.set_filter_text(text)
+        self._update_count()
+
+    def _on_activated(self, index: QtCore.QModelIndex) -> None:
+        if index.isValid():
+            source = self._proxy.mapToSource(index)
+            self.sig_run_activated.emit(self._model.row(source.row()).run_id)
+
+    def _on_selection_changed(self, *_args) -> None:
+        self.sig_selection_changed.emit(self.selected_run_ids())
+
+    def _select_ids(self, run_ids: set[str]) -> None:
+        selection = QtCore.QItemSelection()
+        for row in range(self._proxy.rowCount()):
+            if self.run_id_at(row) in run_ids:
+                selection.select(self._proxy.index(row, 0), self._proxy.index(row, len(COLUMNS) - 1))
+        self._view.selectionModel().select(selection, QtCore.QItemSelectionModel.SelectionFlag.ClearAndSelect)
+
+    def _update_count(self) -> None:
+        total = self._model.rowCount()
+        shown = self._proxy.rowCount()
+        noun = "run" if total == 1 else "runs"
+        self._count.setText(f"{total:,} {noun}" if shown == total else f"{shown:,} of {total:,} {noun}")

@@ -1,0 +1,613 @@
+"""Live time plots: per-iteration latency, and telemetry series (CPU, memory, ...).
+
+Events arrive every ~100 ms and an hour-long run yields millions of points, so these views never redraw per
+message: ``add_*`` only appends to ring buffers and marks the plot dirty, and one timer shared by every plot redraws
+the dirty, visible ones ten times a second. Peak downsampling and clip-to-view keep each redraw cheap at any size.
+Time is seconds since the run started, so latency and telemetry line up on one axis.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from widgets import theme
+from widgets.formatting import format_number
+from widgets.ring_buffer import RingBuffer
+
+REFRESH_INTERVAL_MS = 100
+# MLPerf's early-stopping rule: fewer samples than this cannot back a p99.
+P99_MIN_SAMPLES = 662
+# Below this many points each iteration gets a dot; above, dots would only blur the line.
+_SYMBOL_MAX_POINTS = 2000
+
+
+# ---- Shared refresh timer
+class _RefreshHub(QtCore.QObject):
+    """One timer for every live plot: redraws stay in step, and the timer stops when no plot is left."""
+
+    def __init__(self, parent: QtCore.QObject | None):
+        super().__init__(parent)
+        self._plots: weakref.WeakSet[_TimePlot] = weakref.WeakSet()
+        self._timer = QtCore.QTimer(self)
+        self._timer.setInterval(REFRESH_INTERVAL_MS)
+        self._timer.timeout.connect(self._tick)
+
+    def register(self, plot: _TimePlot) -> None:
+        self._plots.add(plot)
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _tick(self) -> None:
+        if not self._plots:
+            self._timer.stop()
+            return
+        for plot in list(self._plots):
+            try:
+                plot._refresh_if_due()
+            except RuntimeError:  # its C++ side was deleted with a parent
+                self._plots.discard(plot)
+
+
+_hub: _RefreshHub | None = None
+
+
+def _refresh_hub() -> _RefreshHub:
+    global _hub
+    app = QtCore.QCoreApplication.instance()
+    if _hub is not None:
+        try:
+            if _hub.parent() is app:
+                return _hub
+        except RuntimeError:  # the application that owned it is gone
+            pass
+    _hub = _RefreshHub(app)
+    return _hub
+
+
+def _as_pair(t_s, values) -> tuple[np.ndarray, np.ndarray]:
+    t = np.asarray(t_s, dtype=float).ravel()
+    v = np.asarray(values, dtype=float).ravel()
+    if t.shape != v.shape:
+        raise ValueError(f"times and values differ in length: {t.size} != {v.size}")
+    return t, v
+
+
+def _downsample_for_speed(curve: pg.PlotDataItem, samples_per_pixel: float) -> None:
+    """Peak downsampling to a few samples per pixel, drawn only within the view.
+
+    Peak mode keeps each bucket's min and max, so spikes survive; pyqtgraph's default of 5 samples per pixel
+    makes 64 noisy per-core lines cost ~0.25 s a frame, one sample per pixel costs a quarter of that.
+    """
+    curve.setDownsampling(auto=True, method="peak")
+    curve.setClipToView(True)
+    if "autoDownsampleFactor" in curve.opts:
+        curve.opts["autoDownsampleFactor"] = float(samples_per_pixel)
+
+
+@dataclass
+class _Band:
+    t0: float
+    t1: float | None  # None: still open, follows the newest data
+    label: str
+    region: pg.LinearRegionItem
+
+
+class _LegendBar(QtWidgets.QWidget):
+    """Legend in a row above the plot: it never hides data or phase labels, and reads well from a distance."""
+
+    _SWATCH = QtCore.QSize(30, 14)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._layout = QtWidgets.QHBoxLayout(self)
+        self._layout.setContentsMargins(6, 0, 6, 0)
+        self._layout.setSpacing(16)
+        self._entries: dict[str, tuple[QtWidgets.QWidget, QtWidgets.QLabel, bool]] = {}
+
+    def set_entry(self, key: str, text: str, pens: list[QtGui.QPen], last: bool = False) -> None:
+        """Add or relabel an entry; ``last`` entries (e.g. "per core") stay after the others."""
+        if key in self._entries:
+            _, label, _ = self._entries[key]
+            label.setText(text)
+            return
+        entry = QtWidgets.QWidget()
+        row = QtWidgets.QHBoxLayout(entry)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(5)
+        swatch = QtWidgets.QLabel()
+        swatch.setPixmap(self._swatch(pens))
+        label = QtWidgets.QLabel(text)
+        label.setFont(theme.font(theme.BASE_PT))
+        label.setStyleSheet(f"color: {theme.FOREGROUND};")
+        row.addWidget(swatch)
+        row.addWidget(label)
+        self._entries[key] = (entry, label, last)
+        self._relayout()
+
+    def clear(self) -> None:
+        for entry, _, _ in self._entries.values():
+            entry.setParent(None)
+            entry.deleteLater()
+        self._entries.clear()
+        self._relayout()
+
+    def labels(self) -> list[str]:
+        return [label.text() for _, label, _ in self._ordered()]
+
+    def _ordered(self):
+        values = list(self._entries.values())
+        return [e for e in values if not e[2]] + [e for e in values if e[2]]
+
+    def _relayout(self) -> None:
+        while self._layout.count():
+            self._layout.takeAt(0)
+        for entry, _, _ in self._ordered():
+            self._layout.addWidget(entry)
+        self._layout.addStretch(1)
+
+    def _swatch(self, pens: list[QtGui.QPen]) -> QtGui.QPixmap:
+        ratio = max(1.0, self.devicePixelRatioF())  # crisp on high-DPI wall screens
+        pixmap = QtGui.QPixmap(self._SWATCH * ratio)
+        pixmap.setDevicePixelRatio(ratio)
+        pixmap.fill(QtCore.Qt.GlobalColor.transparent)
+        painter = QtGui.QPainter(pixmap)
+        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
+        middle = self._SWATCH.height() / 2
+        for i, pen in enumerate(pens):
+            pen = QtGui.QPen(pen)
+            pen.setCosmetic(True)
+            pen.setWidthF(min(max(pen.widthF(), 1.5), 3.0))
+            color = pen.color()
+            color.setAlpha(max(color.alpha(), 170))  # translucent lines still need a visible swatch
+            pen.setColor(color)
+            painter.setPen(pen)
+            y = middle + (i - (len(pens) - 1) / 2) * 4
+            painter.drawLine(QtCore.QPointF(2, y), QtCore.QPointF(self._SWATCH.width() - 2, y))
+        painter.end()
+        return pixmap
+
+
+# ---- Common frame
+class _TimePlot(QtWidgets.QWidget):
+    """Title row, a pyqtgraph plot against time, phase bands, the dirty flag and the "not available" page."""
+
+    def __init__(self, title: str, y_axis_label: str, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._dirty = False
+        self._bands: list[_Band] = []
+
+        self._title = QtWidgets.QLabel(title)
+        self._title.setFont(theme.font(theme.TITLE_PT, bold=True))
+        self._title.setStyleSheet(f"color: {theme.FOREGROUND};")
+        self._readout = QtWidgets.QLabel("")
+        self._readout.setFont(theme.font(theme.BASE_PT))
+        self._readout.setStyleSheet(f"color: {theme.MUTED};")
+        self._readout.setAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+        header = QtWidgets.QHBoxLayout()
+        header.setContentsMargins(6, 0, 6, 0)
+        header.addWidget(self._title)
+        header.addStretch(1)
+        header.addWidget(self._readout)
+        self._legend = _LegendBar()
+
+        self._plot_widget = pg.PlotWidget(background=theme.BACKGROUND)
+        self._plot: pg.PlotItem = self._plot_widget.getPlotItem()
+        theme.style_plot(self._plot, x_label="time (s)", y_label=y_axis_label)
+
+        self._unavailable = QtWidgets.QLabel("")
+        self._unavailable.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        self._unavailable.setWordWrap(True)
+        self._unavailable.setFont(theme.font(theme.TITLE_PT))
+        self._unavailable.setStyleSheet(
+            f"color: {theme.MUTED}; background: {theme.PANEL}; border: 1px dashed {theme.BORDER};"
+        )
+        self._stack = QtWidgets.QStackedWidget()
+        self._stack.addWidget(self._plot_widget)
+        self._stack.addWidget(self._unavailable)
+
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(0, 4, 0, 0)
+        layout.setSpacing(2)
+        layout.addLayout(header)
+        layout.addWidget(self._legend)
+        layout.addWidget(self._stack, 1)
+        self.setMinimumSize(320, 200)
+
+        _refresh_hub().register(self)
+
+    # ---- Public API
+    def set_title(self, text: str) -> None:
+        self._title.setText(text)
+
+    def title(self) -> str:
+        return self._title.text()
+
+    def legend_labels(self) -> list[str]:
+        return self._legend.labels()
+
+    def refresh(self) -> None:
+        """Redraw now from the buffers (the shared timer does this on its own when data arrived)."""
+        self._dirty = False
+        self._redraw()
+        self._update_open_band()
+
+    def add_band(self, t0_s: float, t1_s: float | None = None, label: str = "") -> None:
+        """Shade a run phase from ``t0_s`` to ``t1_s`` seconds, with its name at the top.
+
+        ``t1_s=None`` leaves the band open: it follows the newest data until the next band starts, which closes it.
+        So a caller can simply add a band at each phase change (loading, warmup, measuring).
+        """
+        t0 = float(t0_s)
+        self.end_band(t0)
+        color = theme.phase_color(label)
+        region = pg.LinearRegionItem(
+            values=(t0, t0 if t1_s is None else float(t1_s)),
+            orientation="vertical",
+            movable=False,
+            brush=pg.mkBrush(theme.qcolor(color, 40)),
+            pen=pg.mkPen(theme.qcolor(color, 140), width=1),
+        )
+        region.setZValue(-10)
+        if label:
+            # Alternate heights so the names of short neighbouring phases do not overlap.
+            position = 0.97 if len(self._bands) % 2 == 0 else 0.89
+            pg.InfLineLabel(
+                region.lines[0], text=label, position=position, anchors=[(0, 0), (0, 0)],
+                color=theme.FOREGROUND,
+            ).setFont(theme.font(theme.SMALL_PT))
+        self._plot.addItem(region)
+        self._bands.append(_Band(t0, None if t1_s is None else float(t1_s), label, region))
+        self._update_open_band()
+
+    def end_band(self, t1_s: float) -> None:
+        """Close the open band at ``t1_s`` without starting another (the run ended)."""
+        for band in self._bands:
+            if band.t1 is None:
+                band.t1 = max(float(t1_s), band.t0)
+                band.region.setRegion((band.t0, band.t1))
+
+    def clear_bands(self) -> None:
+        for band in self._bands:
+            self._plot.removeItem(band.region)
+        self._bands.clear()
+
+    def band_labels(self) -> list[str]:
+        return [band.label for band in self._bands]
+
+    def set_unavailable(self, reason: str) -> None:
+        """Show "not available (reason)" in place of the plot: a missing sensor is never drawn as 0.
+
+        Data that still arrives is kept but not shown until ``set_available()`` or ``clear()``.
+        """
+        self._unavailable.setText(f"not available ({reason})" if reason else "not available")
+        self._stack.setCurrentWidget(self._unavailable)
+
+    def set_available(self) -> None:
+        self._stack.setCurrentWidget(self._plot_widget)
+
+    def is_available(self) -> bool:
+        return self._stack.currentWidget() is self._plot_widget
+
+    def unavailable_text(self) -> str:
+        return "" if self.is_available() else self._unavailable.text()
+
+    @property
+    def plot_item(self) -> pg.PlotItem:
+        """The pyqtgraph plot, for callers that add their own markers."""
+        return self._plot
+
+    # ---- Private API
+    def _mark_dirty(self) -> None:
+        self._dirty = True
+
+    def _refresh_if_due(self) -> None:
+        if self._dirty and self.isVisible():
+            self.refresh()
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:
+        super().showEvent(event)
+        if self._dirty:
+            self.refresh()
+
+    def _update_open_band(self) -> None:
+        latest = self._latest_time()
+        for band in self._bands:
+            if band.t1 is None:
+                end = band.t0 if latest is None else max(band.t0, latest)
+                band.region.setRegion((band.t0, end))
+
+    def _reset_frame(self) -> None:
+        self.clear_bands()
+        self.set_available()
+        self._readout.setText("")
+        self._readout.setToolTip("")
+        self._mark_dirty()
+
+    def _redraw(self) -> None:
+        raise NotImplementedError
+
+    def _latest_time(self) -> float | None:
+        raise NotImplementedError
+
+
+# ---- Latency
+class LatencyPlot(_TimePlot):
+    """Per-iteration latency against time, with running p50 and p99 over the trailing window.
+
+    Every `window // 10` iterations the p50/p99 of the last `window` iterations is added as a point, so the
+    lines show how the distribution moved during the run (drift, throttling, a noisy neighbour); the header
+    repeats the current values, and says when too few samples back the p99.
+    """
+
+    def __init__(
+        self,
+        parent: QtWidgets.QWidget | None = None,
+        *,
+        title: str = "Latency per iteration",
+        window: int = 1000,
+        capacity: int = 1_000_000,
+    ):
+        super().__init__(title, "latency (ms)", parent)
+        self._window = int(window)
+        self._t = RingBuffer(capacity)
+        self._y = RingBuffer(capacity)
+        self._shown: tuple[float, float, int] | None = None
+        self._appended = 0  # iterations ever appended since the last clear (the ring may hold fewer)
+        self._step = max(1, self._window // 10)  # a running-percentile point every `step` iterations
+        self._next_eval = self._step
+        self._rolling: list[tuple[float, float, float]] = []  # (t, p50, p99) at each evaluation point
+        self._symbols = False
+
+        latency_pen = pg.mkPen(theme.qcolor(theme.LATENCY_COLOR, 170), width=1)
+        p50_pen = pg.mkPen(theme.P50_COLOR, width=3)
+        p99_pen = pg.mkPen(theme.P99_COLOR, width=3, style=QtCore.Qt.PenStyle.DashLine)
+        self._curve = self._plot.plot(pen=latency_pen, skipFiniteCheck=True)
+        _downsample_for_speed(self._curve, samples_per_pixel=3.0)
+        halo = pg.mkPen(theme.qcolor(theme.BACKGROUND, 200), width=7)  # keeps the lines visible over dense data
+        self._p50_line = self._plot.plot(pen=p50_pen, shadowPen=halo, antialias=True)
+        self._p99_line = self._plot.plot(pen=p99_pen, shadowPen=halo, antialias=True)
+        self._legend.set_entry("latency", "latency", [latency_pen])
+        self._legend.set_entry("p50", f"p50 (last {self._window})", [p50_pen])
+        self._legend.set_entry("p99", f"p99 (last {self._window})", [p99_pen])
+        for line in (self._p50_line, self._p99_line):
+            line.setZValue(5)
+
+    # ---- Public API
+    def add_latencies(self, t_s: np.ndarray, latency_ms: np.ndarray) -> None:
+        """Append a batch (seconds since run start, milliseconds); drawn at the next timer tick."""
+        t, y = _as_pair(t_s, latency_ms)
+        if t.size:
+            self._t.extend(t)
+            self._y.extend(y)
+            self._appended += t.size
+            self._mark_dirty()
+
+    def set_data(self, t_s: np.ndarray, latency_ms: np.ndarray) -> None:
+        """Replace all data, e.g. when a finished run is reopened from history. Bands are kept."""
+        t, y = _as_pair(t_s, latency_ms)
+        self._t.clear()
+        self._y.clear()
+        self._reset_rolling()
+        self._t.extend(t)
+        self._y.extend(y)
+        self._appended = t.size
+        self._mark_dirty()
+
+    def clear(self) -> None:
+        """Empty the plot for a new run: data, bands and the "not available" state."""
+        self._t.clear()
+        self._y.clear()
+        self._reset_rolling()
+        self._reset_frame()
+
+    def data(self) -> tuple[np.ndarray, np.ndarray]:
+        """The kept (time s, latency ms) arrays, which may be newer than what is drawn."""
+        return self._t.values(), self._y.values()
+
+    def percentiles(self) -> dict | None:
+        """The p50/p99 (ms) drawn at the last redraw and the sample count behind them; None before any data."""
+        if self._shown is None:
+            return None
+        p50, p99, n = self._shown
+        return {"p50": p50, "p99": p99, "n": n}
+
+    @property
+    def window(self) -> int:
+        return self._window
+
+    # ---- Private API
+    def _reset_rolling(self) -> None:
+        self._appended = 0
+        self._next_eval = self._step
+        self._rolling = []
+
+    def _update_rolling(self, t: np.ndarray, y: np.ndarray) -> None:
+        """Add running-percentile points for the iterations that arrived since the last redraw.
+
+        Past points never change, so each redraw only evaluates the new ones: cheap at 10 Hz even with
+        a million iterations kept.
+        """
+        first_kept = self._appended - t.size  # iteration count just before the oldest one still in the ring
+        while self._next_eval <= self._appended:
+            end = self._next_eval - first_kept
+            self._next_eval += self._step
+            if end <= 0:
+                continue
+            window = y[max(0, end - self._window):end]
+            window = window[np.isfinite(window)]
+            if window.size:
+                p50, p99 = np.percentile(window, [50, 99])
+                self._rolling.append((float(t[end - 1]), float(p50), float(p99)))
+
+    def _latest_time(self) -> float | None:
+        last = self._t.tail(1)
+        return float(last[0]) if last.size else None
+
+    def _redraw(self) -> None:
+        t, y = self._t.values(), self._y.values()
+        symbols = 0 < t.size <= _SYMBOL_MAX_POINTS
+        if symbols != self._symbols:
+            self._symbols = symbols
+            if symbols:
+                self._curve.setSymbol("o")
+                self._curve.setSymbolSize(4)
+                self._curve.setSymbolPen(None)
+                self._curve.setSymbolBrush(pg.mkBrush(theme.qcolor(theme.LATENCY_COLOR, 200)))
+            else:
+                self._curve.setSymbol(None)
+        self._curve.setData(t, y)
+        if t.size == 0:
+            self._shown = None
+            self._p50_line.setData([], [])
+            self._p99_line.setData([], [])
+            self._readout.setText("")
+            self._readout.setToolTip("")
+            return
+        wt, wy = self._t.tail(self._window), self._y.tail(self._window)
+        finite = np.isfinite(wy)
+        if not finite.any():
+            return
+        p50, p99 = (float(v) for v in np.percentile(wy[finite], [50, 99]))
+        n = int(finite.sum())
+        self._shown = (p50, p99, n)
+        self._update_rolling(t, y)
+        tail = [(float(wt[-1]), p50, p99)] if not self._rolling or self._rolling[-1][0] < wt[-1] else []
+        rolling = np.asarray(self._rolling + tail, dtype=np.float64)
+        self._p50_line.setData(rolling[:, 0], rolling[:, 1])
+        self._p99_line.setData(rolling[:, 0], rolling[:, 2])
+        text = f"last {n:,}:  p50 {format_number(p50)} ms   p99 {format_number(p99)} ms"
+        if n < P99_MIN_SAMPLES:
+            text += "*"
+            self._readout.setToolTip(
+                f"* p99 from {n:,} samples: a p99 needs at least {P99_MIN_SAMPLES} to be reported"
+            )
+        else:
+            self._readout.setToolTip(f"percentiles over the last {n:,} iterations")
+        self._readout.setText(text)
+
+
+# ---- Telemetry
+@dataclass
+class _Series:
+    t: RingBuffer
+    v: RingBuffer
+    curve: pg.PlotDataItem
+    minor: bool
+
+
+class TimeSeriesPlot(_TimePlot):
+    """Several named series against time, e.g. CPU utilization (%) or memory (GiB).
+
+    Series whose name matches ``minor_series`` (per-core "cpu0", "cpu1", ...) are thin and translucent and share one
+    legend entry, so 64 cores do not bury the "total" line or the legend. NaN values leave gaps: a sample that could
+    not be read is never drawn as 0.
+    """
+
+    def __init__(
+        self,
+        title: str,
+        y_label: str,
+        y_unit: str,
+        parent: QtWidgets.QWidget | None = None,
+        y_range: tuple[float, float] | None = None,
+        *,
+        capacity: int = 100_000,
+        minor_series: str = r"cpu\d+",
+        minor_label: str = "per core",
+    ):
+        super().__init__(title, f"{y_label} ({y_unit})" if y_unit else y_label, parent)
+        self._capacity = int(capacity)
+        self._minor_re = re.compile(minor_series) if minor_series else None
+        self._minor_label = minor_label
+        self._series: dict[str, _Series] = {}
+        self._changed: set[str] = set()
+        self._y_range = y_range
+        if y_range is not None:
+            self._plot.setYRange(float(y_range[0]), float(y_range[1]), padding=0.04)  # a line at 100 % stays visible
+            self._plot.enableAutoRange(axis="y", enable=False)
+
+    # ---- Public API
+    def add_points(self, series: str, t_s: np.ndarray, values: np.ndarray) -> None:
+        """Append a batch to ``series`` (created on first use); drawn at the next timer tick."""
+        t, v = _as_pair(t_s, values)
+        s = self._series.get(series) or self._create_series(series)
+        if t.size:
+            s.t.extend(t)
+            s.v.extend(v)
+            self._changed.add(series)
+            self._mark_dirty()
+
+    def set_data(self, series: str, t_s: np.ndarray, values: np.ndarray) -> None:
+        """Replace one series' data (reopening a run from history)."""
+        t, v = _as_pair(t_s, values)
+        s = self._series.get(series) or self._create_series(series)
+        s.t.clear()
+        s.v.clear()
+        s.t.extend(t)
+        s.v.extend(v)
+        self._changed.add(series)
+        self._mark_dirty()
+
+    def clear(self) -> None:
+        """Remove every series, band and the "not available" state, for a new run."""
+        for s in self._series.values():
+            self._plot.removeItem(s.curve)
+        self._series.clear()
+        self._changed.clear()
+        self._legend.clear()
+        self._reset_frame()
+
+    def series_names(self) -> list[str]:
+        return list(self._series)
+
+    def data(self, series: str) -> tuple[np.ndarray, np.ndarray]:
+        """The kept (time s, value) arrays of ``series``, which may be newer than what is drawn."""
+        s = self._series[series]
+        return s.t.values(), s.v.values()
+
+    # ---- Private API
+    def _is_minor(self, name: str) -> bool:
+        return bool(self._minor_re and self._minor_re.fullmatch(name))
+
+    def _create_series(self, name: str) -> _Series:
+        minor = self._is_minor(name)
+        color = theme.PALETTE[len(self._series) % len(theme.PALETTE)]
+        if minor:
+            pen = pg.mkPen(theme.qcolor(color, 90), width=1)
+        else:
+            pen = pg.mkPen(color, width=3)
+        curve = pg.PlotDataItem(pen=pen, connect="finite", antialias=not minor)
+        curve.setZValue(0 if minor else 10)
+        self._plot.addItem(curve)
+        # After addItem: PlotItem.addItem overwrites both with the plot-wide defaults.
+        _downsample_for_speed(curve, samples_per_pixel=1.0 if minor else 3.0)
+        s = _Series(RingBuffer(self._capacity), RingBuffer(self._capacity), curve, minor)
+        self._series[name] = s
+        if minor:
+            count = sum(1 for series in self._series.values() if series.minor)
+            pens = [pg.mkPen(theme.qcolor(c, 170), width=1) for c in theme.PALETTE[1:4]]
+            self._legend.set_entry("\0minor", f"{self._minor_label} ({count})", pens, last=True)
+        else:
+            self._legend.set_entry(name, name, [pen])
+        return s
+
+    def _latest_time(self) -> float | None:
+        latest = None
+        for s in self._series.values():
+            last = s.t.tail(1)
+            if last.size and (latest is None or last[0] > latest):
+                latest = float(last[0])
+        return latest
+
+    def _redraw(self) -> None:
+        for name in self._changed:
+            s = self._series.get(name)
+            if s is not None:
+                s.curve.setData(s.t.values(), s.v.values())
+        self._changed.clear()
