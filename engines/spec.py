@@ -2,18 +2,33 @@
 
 Plain, JSON-serialisable data, validated before anything is spawned, so that a typo fails in
 milliseconds with the field name and the allowed values rather than seconds later in a worker.
+What only the device can answer (does this GPU do bf16?) is checked by the backend at load time.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from engines import backends, catalog, scenarios
 
 SPEC_VERSION = 1
-TARGETS_PREFIXES = ("cpu", "cuda", "mps")
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+MODES = ("inference", "training")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+GRAPH_OPTIMIZATION = ("disabled", "basic", "extended", "all")
+EXECUTION_MODES = ("sequential", "parallel")
+# Model files by extension → the engine that reads them.
+MODEL_FILE_ENGINES = {".onnx": "onnxruntime", ".pt2": "torch", ".pt": "torch", ".jit": "torch"}
+REFUSED_FILE_HINTS = {
+    ".pth": "a .pth file is usually a pickle of Python objects, which Lab Console never loads (a pickle can run "
+            "code). Export the model with torch.export.save (.pt2), torch.jit.save (.pt/.jit) or to ONNX (.onnx)",
+    ".pkl": "pickles are never loaded (a pickle can run code). Export the model to .pt2, .pt (TorchScript) or .onnx",
+    ".bin": "raw weight files carry no graph. Export the model to .pt2, .pt (TorchScript) or .onnx",
+    ".safetensors": "safetensors files carry weights but no graph. Export the model to .pt2, .pt or .onnx",
+}
 
 
 class SpecError(ValueError):
@@ -33,8 +48,33 @@ class RunLimits:
 
 
 @dataclass
+class TorchOptions:
+    channels_last: bool = False
+    compile: str | None = None  # None = eager; else a torch.compile mode
+
+
+@dataclass
+class OrtOptions:
+    provider: str | None = None  # None = the target's natural provider (cpu → CPUExecutionProvider …)
+    provider_options: dict[str, Any] = field(default_factory=dict)
+    graph_optimization: str = "all"
+    inter_op_threads: int | None = None
+    execution_mode: str = "sequential"
+    allow_fallback: bool = False  # refuse a silent fall-back to CPU unless the user allowed it
+    opset: int = 18
+
+
+@dataclass
+class GenerationOptions:
+    """For decoder models: prompt length and how many tokens to generate (TTFT and TPOT)."""
+
+    prompt_tokens: int = 32
+    output_tokens: int = 32
+
+
+@dataclass
 class RunSpec:
-    model: str = "mlp"
+    model: str = "mlp"  # a catalog name, or a path to a model file (.onnx, .pt2, .pt, .jit)
     engine: str = "torch"
     target: str = "cpu"
     batch: int = 1
@@ -44,19 +84,40 @@ class RunSpec:
     threads: int | None = None
     precision: str = "fp32"
     scenario: str = "single-stream"
+    mode: str = "inference"
     name: str = ""
+    model_params: dict[str, Any] = field(default_factory=dict)  # catalog size overrides, e.g. {"layers": 2}
+    inputs: dict[str, list[int]] = field(default_factory=dict)  # input shapes by name, e.g. {"x": [1, 3, 224, 224]}
+    input_values: dict[str, float] = field(default_factory=dict)  # scalar inputs, e.g. {"sample_rate": 16000}
+    torch: TorchOptions = field(default_factory=TorchOptions)
+    ort: OrtOptions = field(default_factory=OrtOptions)
+    generation: GenerationOptions = field(default_factory=GenerationOptions)
     limits: RunLimits = field(default_factory=RunLimits)
     version: int = SPEC_VERSION
 
     # ---- Public API
+    @property
+    def is_file(self) -> bool:
+        """True when `model` names a file rather than a catalog entry."""
+        return is_model_path(self.model)
+
     def validate(self) -> RunSpec:
         """Raise SpecError naming the first bad field; return self so calls chain."""
-        _choice("model", self.model, catalog.names())
+        if self.version != SPEC_VERSION:
+            raise SpecError("version", f"spec version {self.version} is not supported (this build reads {SPEC_VERSION})")
         _choice("engine", self.engine, backends.names())
+        if self.is_file:
+            self._validate_file()
+        else:
+            _choice("model", self.model, catalog.names(), hint="or give a path to a .onnx, .pt2, .pt or .jit file")
+            self._validate_model_params()
         _choice("scenario", self.scenario, scenarios.names())
-        _choice("precision", self.precision, ["fp32"])
+        _choice("precision", self.precision, list(PRECISIONS))
+        _choice("mode", self.mode, list(MODES))
+        if self.mode == "training" and (self.engine != "torch" or self.is_file):
+            raise SpecError("mode", "training runs need --engine torch and a catalog model")
         if not isinstance(self.target, str) or not (
-            self.target == "cpu" or self.target == "mps" or _is_indexed(self.target, "cuda")
+            self.target in ("cpu", "mps") or _is_indexed(self.target, "cuda")
         ):
             raise SpecError("target", f"unknown target {self.target!r}; use cpu, cuda:N or mps "
                                       "(`labconsole targets` lists what this machine has)")
@@ -64,14 +125,16 @@ class RunSpec:
         _positive_number("duration_s", self.duration_s, upper=24 * 3600)
         if self.iterations is not None:
             _positive_int("iterations", self.iterations, upper=10**9)
-        if not _is_number(self.warmup_s) or self.warmup_s < 0:
-            raise SpecError("warmup_s", f"must be a number ≥ 0 seconds, got {self.warmup_s!r}")
+        if not _is_number(self.warmup_s) or not 0 <= self.warmup_s <= 3600:
+            raise SpecError("warmup_s", f"must be a number from 0 to 3600 seconds, got {self.warmup_s!r}")
         if self.threads is not None:
             _positive_int("threads", self.threads, upper=4096)
+        self._validate_inputs()
+        self._validate_engine_options()
+        _positive_int("generation.prompt_tokens", self.generation.prompt_tokens, upper=1_000_000)
+        _positive_int("generation.output_tokens", self.generation.output_tokens, upper=1_000_000)
         _positive_number("limits.load_timeout_s", self.limits.load_timeout_s, upper=86400)
         _positive_number("limits.stall_timeout_s", self.limits.stall_timeout_s, upper=86400)
-        if self.version != SPEC_VERSION:
-            raise SpecError("version", f"spec version {self.version} is not supported (this build reads {SPEC_VERSION})")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,26 +143,92 @@ class RunSpec:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSpec:
         """Build from plain data; unknown keys are an error (a misspelt option must not be ignored)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SpecError(unknown[0], f"unknown field; known fields are {', '.join(sorted(known))}")
-        values = dict(data)
-        limits = values.pop("limits", None) or {}
-        if isinstance(limits, RunLimits):
-            limits = dataclasses.asdict(limits)
-        limit_fields = {f.name for f in dataclasses.fields(RunLimits)}
-        bad = sorted(set(limits) - limit_fields)
-        if bad:
-            raise SpecError(f"limits.{bad[0]}", f"unknown field; known: {', '.join(sorted(limit_fields))}")
-        return cls(limits=RunLimits(**limits), **values)
+        return _from_dict(cls, data, "")
 
     def label(self) -> str:
-        """Short human label, e.g. 'mlp · torch · cpu · b1'."""
-        return f"{self.model} · {self.engine} · {self.target} · b{self.batch}"
+        """Short human label, e.g. 'mlp · torch · cpu · b1' (plus precision and mode when not the defaults)."""
+        model = os.path.basename(self.model) if self.is_file else self.model
+        parts = [model, self.engine, self.target, f"b{self.batch}"]
+        if self.precision != "fp32":
+            parts.append(self.precision)
+        if self.mode != "inference":
+            parts.append(self.mode)
+        return " · ".join(parts)
+
+    # ---- Private API
+    def _validate_file(self) -> None:
+        path = self.model
+        extension = os.path.splitext(path)[1].lower()
+        if extension in REFUSED_FILE_HINTS:
+            raise SpecError("model", f"{path}: {REFUSED_FILE_HINTS[extension]}")
+        if extension not in MODEL_FILE_ENGINES:
+            raise SpecError("model", f"{path}: unknown model file type {extension or '(none)'!r}; "
+                                     f"use one of {', '.join(MODEL_FILE_ENGINES)}")
+        if not os.path.isfile(path):
+            raise SpecError("model", f"model file not found: {path}")
+        wanted = MODEL_FILE_ENGINES[extension]
+        if self.engine != wanted:
+            raise SpecError("engine", f"{os.path.basename(path)} is a {extension} file, which runs on "
+                                      f"--engine {wanted}, not {self.engine}")
+        if self.model_params:
+            raise SpecError("model_params", "size parameters apply to catalog models only, not to model files")
+
+    def _validate_model_params(self) -> None:
+        known = catalog.get(self.model).params
+        for key, value in self.model_params.items():
+            if key not in known:
+                raise SpecError(f"model_params.{key}", f"{self.model} has no parameter {key!r}; it has "
+                                                      f"{', '.join(known)}")
+            _positive_int(f"model_params.{key}", value, upper=1_000_000)
+
+    def _validate_inputs(self) -> None:
+        for name, shape in self.inputs.items():
+            if (not isinstance(shape, (list, tuple)) or not shape
+                    or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in shape)):
+                raise SpecError(f"inputs.{name}", f"a shape is a list of whole numbers ≥ 1 (e.g. 1x3x224x224), "
+                                                  f"got {shape!r}")
+        for name, value in self.input_values.items():
+            if not _is_number(value):
+                raise SpecError(f"input_values.{name}", f"must be a number, got {value!r}")
+
+    def _validate_engine_options(self) -> None:
+        if self.torch.compile is not None:
+            _choice("torch.compile", self.torch.compile, list(COMPILE_MODES))
+        _choice("ort.graph_optimization", self.ort.graph_optimization, list(GRAPH_OPTIMIZATION))
+        _choice("ort.execution_mode", self.ort.execution_mode, list(EXECUTION_MODES))
+        if self.ort.inter_op_threads is not None:
+            _positive_int("ort.inter_op_threads", self.ort.inter_op_threads, upper=4096)
+        if self.ort.provider is not None and not str(self.ort.provider).endswith("ExecutionProvider"):
+            raise SpecError("ort.provider", f"{self.ort.provider!r} is not an execution provider name "
+                                            "(e.g. CPUExecutionProvider, CUDAExecutionProvider)")
+        _positive_int("ort.opset", self.ort.opset, upper=30)
 
 
-# ---- Private API
+def is_model_path(model: str) -> bool:
+    """A model is a file when it has a path separator or a file extension; catalog names have neither."""
+    return isinstance(model, str) and ("/" in model or os.sep in model or "." in os.path.basename(model))
+
+
+def _from_dict(cls, data: Any, prefix: str):
+    if isinstance(data, cls):
+        return data
+    if not isinstance(data, dict):
+        raise SpecError(prefix.rstrip(".") or "spec", f"expected a mapping, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise SpecError(f"{prefix}{unknown[0]}", f"unknown field; known fields are {', '.join(sorted(fields))}")
+    values = {}
+    for name, value in data.items():
+        nested = _NESTED.get((cls, name))
+        values[name] = _from_dict(nested, value or {}, f"{prefix}{name}.") if nested else value
+    return cls(**values)
+
+
+_NESTED = {(RunSpec, "limits"): RunLimits, (RunSpec, "torch"): TorchOptions, (RunSpec, "ort"): OrtOptions,
+           (RunSpec, "generation"): GenerationOptions}
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
@@ -109,9 +238,9 @@ def _is_indexed(target: str, prefix: str) -> bool:
     return head == prefix and (index == "" or index.isdigit())
 
 
-def _choice(name: str, value: Any, allowed: list[str]) -> None:
+def _choice(name: str, value: Any, allowed: list[str], hint: str = "") -> None:
     if value not in allowed:
-        raise SpecError(name, f"unknown value {value!r}; allowed: {', '.join(allowed)}")
+        raise SpecError(name, f"unknown value {value!r}; allowed: {', '.join(allowed)}" + (f" ({hint})" if hint else ""))
 
 
 def _positive_int(name: str, value: Any, upper: int) -> None:

@@ -11,6 +11,7 @@ from types import ModuleType
 
 MODULES: dict[str, str] = {
     "torch": "engines.backends.torch_backend",
+    "onnxruntime": "engines.backends.onnxruntime_backend",
 }
 
 

@@ -16,7 +16,7 @@ def test_defaults_validate_and_round_trip_through_json():
     ("change", "field", "words"),
     [
         ({"model": "resnet9000"}, "model", "allowed: mlp, cnn"),
-        ({"engine": "tensorflow"}, "engine", "allowed: torch"),
+        ({"engine": "tensorflow"}, "engine", "allowed: torch, onnxruntime"),
         ({"target": "tpu"}, "target", "cpu, cuda:N or mps"),
         ({"target": "cuda:x"}, "target", "cuda:N"),
         ({"batch": 0}, "batch", "from 1 to"),
@@ -26,7 +26,7 @@ def test_defaults_validate_and_round_trip_through_json():
         ({"duration_s": -1}, "duration_s", "> 0"),
         ({"duration_s": float("nan")}, "duration_s", "> 0"),
         ({"iterations": 0}, "iterations", "from 1"),
-        ({"warmup_s": -0.5}, "warmup_s", "≥ 0"),
+        ({"warmup_s": -0.5}, "warmup_s", "from 0 to 3600"),
         ({"threads": 0}, "threads", "from 1"),
         ({"scenario": "burst"}, "scenario", "single-stream"),
         ({"limits": RunLimits(stall_timeout_s=0)}, "limits.stall_timeout_s", "> 0"),
@@ -49,3 +49,45 @@ def test_unknown_keys_are_refused_not_ignored():
 
 def test_label_is_short_and_readable():
     assert RunSpec(model="mlp", batch=8).label() == "mlp · torch · cpu · b8"
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"model": "/nowhere/model.onnx", "engine": "onnxruntime"}, "model", "model file not found"),
+        ({"model": "weights.pth"}, "model", "never loads"),
+        ({"model": "model.pkl"}, "model", "pickles are never loaded"),
+        ({"model": "model.h5"}, "model", "unknown model file type '.h5'"),
+        ({"model": "mlp", "model_params": {"depth": 3}}, "model_params.depth", "has no parameter 'depth'"),
+        ({"model": "mlp", "model_params": {"layers": 0}}, "model_params.layers", "from 1"),
+        ({"precision": "fp8"}, "precision", "allowed: fp32, fp16, bf16, int8"),
+        ({"mode": "training", "engine": "onnxruntime"}, "mode", "--engine torch"),
+        ({"inputs": {"x": [1, 0, 3]}}, "inputs.x", "whole numbers ≥ 1"),
+        ({"input_values": {"rate": "fast"}}, "input_values.rate", "must be a number"),
+        ({"torch": {"compile": "turbo"}}, "torch.compile", "reduce-overhead"),
+        ({"ort": {"provider": "CUDA"}}, "ort.provider", "not an execution provider name"),
+        ({"ort": {"graph_optimization": "max"}}, "ort.graph_optimization", "extended"),
+    ],
+)
+def test_model_files_and_engine_options_are_checked(change, field, words):
+    with pytest.raises(SpecError) as info:
+        RunSpec.from_dict(change).validate()
+    assert info.value.field == field
+    assert words in str(info.value)
+
+
+def test_a_model_file_must_match_its_engine(tmp_path):
+    model = tmp_path / "net.onnx"
+    model.write_bytes(b"\x08\x07")
+    with pytest.raises(SpecError, match="net.onnx is a .onnx file, which runs on --engine onnxruntime"):
+        RunSpec(model=str(model), engine="torch").validate()
+    assert RunSpec(model=str(model), engine="onnxruntime").validate().is_file
+
+
+def test_nested_options_round_trip_and_unknown_nested_keys_are_named():
+    spec = RunSpec.from_dict({"model": "mlp", "torch": {"channels_last": True, "compile": "default"},
+                              "ort": {"allow_fallback": True}, "generation": {"output_tokens": 8}})
+    assert RunSpec.from_dict(spec.to_dict()) == spec
+    with pytest.raises(SpecError) as info:
+        RunSpec.from_dict({"ort": {"providr": "x"}})
+    assert info.value.field == "ort.providr"
