@@ -34,6 +34,10 @@ class RunPlots(QtWidgets.QWidget):
             splitter.addWidget(plot)
         splitter.setSizes([400, 250, 250])
         layout.addWidget(splitter)
+        for plot in (self.latency, self.cpu, self.memory):  # one time axis: same width, same range
+            plot.plot_item.getAxis("left").setWidth(64)
+        for plot in (self.cpu, self.memory):
+            plot.plot_item.setXLink(self.latency.plot_item)
         self._t0_ns = 0
 
     def clear(self) -> None:
