@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from console import __version__, paths
+from console import paths
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
@@ -17,7 +17,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 # ---- Public API
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="labconsole", description="Lab Console: run, measure and keep AI workloads.")
-    parser.add_argument("--version", action="version", version=f"Lab Console {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
                         help=f"history database (default: ${paths.DB_ENV} or {paths.history_db(None)})")
@@ -26,20 +26,44 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     run = sub.add_parser("run", parents=[common], help="run a model once and store the run")
-    run.add_argument("--model", default="mlp")
-    run.add_argument("--engine", default="torch")
-    run.add_argument("--target", default="cpu")
+    run.add_argument("--model", default="mlp", help="catalog name (`labconsole models`) or a model file path "
+                                                    "(.onnx, .pt2, .pt/.jit TorchScript)")
+    run.add_argument("--engine", default="torch", help="torch | onnxruntime")
+    run.add_argument("--target", default="cpu", help="cpu | cuda:N | mps (`labconsole targets`)")
+    run.add_argument("--precision", default="fp32", help="fp32 | fp16 | bf16 | int8")
+    run.add_argument("--mode", default="inference", help="inference | training (forward, backward, optimizer step)")
+    run.add_argument("--scenario", default="single-stream", help="single-stream | generate (decoder models)")
     run.add_argument("--batch", type=int, default=1)
     run.add_argument("--duration", type=float, default=5.0, help="measurement seconds (default 5)")
     run.add_argument("--iterations", type=int, default=None, help="measure exactly N iterations instead")
     run.add_argument("--warmup", type=float, default=1.0, help="warm-up seconds (default 1)")
     run.add_argument("--threads", type=int, default=None, help="intra-op threads (default: engine's choice)")
     run.add_argument("--name", default="")
+    run.add_argument("--param", action="append", default=[], metavar="KEY=N",
+                     help="catalog model size, e.g. --param layers=2 (repeatable)")
+    run.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE",
+                     help="input shape, e.g. --input pixel_values=1x3x224x224 (repeatable)")
+    run.add_argument("--input-value", action="append", default=[], metavar="NAME=NUMBER",
+                     help="value of a scalar input, e.g. --input-value sample_rate=16000 (repeatable)")
+    run.add_argument("--channels-last", action="store_true", help="torch: channels-last memory format")
+    run.add_argument("--compile", default=None, metavar="MODE",
+                     help="torch: torch.compile mode (default | reduce-overhead | max-autotune)")
+    run.add_argument("--provider", default=None, help="onnxruntime: execution provider, e.g. CUDAExecutionProvider")
+    run.add_argument("--provider-option", action="append", default=[], metavar="KEY=VALUE")
+    run.add_argument("--allow-fallback", action="store_true",
+                     help="onnxruntime: accept a fall-back to another provider instead of failing")
+    run.add_argument("--graph-opt", default="all", help="onnxruntime: disabled | basic | extended | all")
+    run.add_argument("--inter-threads", type=int, default=None, help="onnxruntime: inter-op threads")
+    run.add_argument("--execution-mode", default="sequential", help="onnxruntime: sequential | parallel")
+    run.add_argument("--opset", type=int, default=18, help="ONNX opset for exported catalog models")
+    run.add_argument("--prompt-tokens", type=int, default=32, help="generate: prompt length")
+    run.add_argument("--output-tokens", type=int, default=32, help="generate: tokens to generate")
     run.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
 
     history = sub.add_parser("history", parents=[common], help="list stored runs, newest first")
     history.add_argument("--limit", type=int, default=50)
-    sub.add_parser("targets", parents=[common], help="hardware targets on this machine")
+    targets = sub.add_parser("targets", parents=[common], help="hardware targets on this machine")
+    targets.add_argument("--refresh", action="store_true", help="rediscover instead of using the per-host cache")
     sub.add_parser("models", parents=[common], help="the model catalog")
     selftest = sub.add_parser("self-test", parents=[common], help="prove this install works (window, run, history)")
     selftest.add_argument("--out", required=True, metavar="DIR")
@@ -58,6 +82,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # ---- Private API
+class _VersionAction(argparse.Action):
+    """`--version`: the console's, torch's, onnxruntime's, Qt's and Python's versions, and a bundle's build date.
+
+    Computed only when asked (package metadata lookups cost start-up time), never by importing the engines.
+    """
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show the versions of Lab Console, its engines, Qt and Python, then exit"):  # noqa: A002
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from console.about import version_text
+
+        print(version_text(), file=sys.stdout, flush=True)
+        parser.exit()
+
+
 def _emit_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
@@ -80,15 +121,11 @@ def _open_writer(args):
 
 def _run(args) -> int:
     from console.session import RunSession
-    from engines.spec import RunSpec, SpecError
 
     try:
-        spec = RunSpec(model=args.model, engine=args.engine, target=args.target, batch=args.batch,
-                       duration_s=args.duration, iterations=args.iterations, warmup_s=args.warmup,
-                       threads=args.threads, name=args.name).validate()
-    except SpecError as exc:
-        flag = "--" + exc.field.replace("_s", "").replace("_", "-").split(".")[-1]
-        return _fail(f"{flag}: {str(exc).split(': ', 1)[1]}")
+        spec = _spec_from_args(args)
+    except _OptionError as exc:
+        return _fail(str(exc))
     writer = _open_writer(args)
     if writer is None:
         return EXIT_FAILED
@@ -110,16 +147,93 @@ def _run(args) -> int:
     return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
 
 
+class _OptionError(ValueError):
+    """A command-line option is wrong; the message names the option as typed."""
+
+
+# RunSpec field → the option that sets it, so an error names what the user typed.
+_FLAGS = {"duration_s": "--duration", "warmup_s": "--warmup", "model_params": "--param", "inputs": "--input",
+          "input_values": "--input-value", "torch.compile": "--compile", "torch.channels_last": "--channels-last",
+          "ort.provider": "--provider", "ort.provider_options": "--provider-option",
+          "ort.graph_optimization": "--graph-opt", "ort.inter_op_threads": "--inter-threads",
+          "ort.execution_mode": "--execution-mode", "ort.opset": "--opset",
+          "generation.prompt_tokens": "--prompt-tokens", "generation.output_tokens": "--output-tokens"}
+
+
+def _flag(field: str) -> str:
+    head, _, rest = field.partition(".")
+    if field in _FLAGS:
+        return _FLAGS[field]
+    if head in _FLAGS:
+        return f"{_FLAGS[head]} {rest}"
+    return "--" + field.replace("_", "-")
+
+
+def _pairs(option: str, items: list[str], convert) -> dict:
+    values = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise _OptionError(f"{option}: expected NAME=VALUE, got {item!r}")
+        try:
+            values[key] = convert(value)
+        except ValueError as exc:
+            raise _OptionError(f"{option} {key}: {exc}") from None
+    return values
+
+
+def _number(text: str) -> float | int:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a number") from None
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a whole number") from None
+
+
+def _spec_from_args(args):
+    from engines.inputs import parse_shape
+    from engines.spec import RunSpec, SpecError
+
+    try:
+        spec = RunSpec.from_dict({
+            "model": args.model, "engine": args.engine, "target": args.target, "precision": args.precision,
+            "mode": args.mode, "scenario": args.scenario, "batch": args.batch, "duration_s": args.duration,
+            "iterations": args.iterations, "warmup_s": args.warmup, "threads": args.threads, "name": args.name,
+            "model_params": _pairs("--param", args.param, _whole),
+            "inputs": _pairs("--input", args.input, parse_shape),
+            "input_values": _pairs("--input-value", args.input_value, _number),
+            "torch": {"channels_last": args.channels_last, "compile": args.compile},
+            "ort": {"provider": args.provider, "provider_options": _pairs("--provider-option", args.provider_option, str),
+                    "allow_fallback": args.allow_fallback, "graph_optimization": args.graph_opt,
+                    "inter_op_threads": args.inter_threads, "execution_mode": args.execution_mode,
+                    "opset": args.opset},
+            "generation": {"prompt_tokens": args.prompt_tokens, "output_tokens": args.output_tokens},
+        })
+        return spec.validate()
+    except SpecError as exc:
+        raise _OptionError(f"{_flag(exc.field)}: {str(exc).split(': ', 1)[1]}") from None
+
+
 def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:
     summary = record["summary"]
     return {
         "run_id": record["run_id"], "status": record["status"], "message": record["message"],
         "name": spec.name, "model": spec.model, "engine": spec.engine, "target": spec.target, "batch": spec.batch,
-        "scenario": spec.scenario, "iterations": summary["iterations"], "duration_s": summary["duration_s"],
+        "precision": spec.precision, "mode": spec.mode, "scenario": spec.scenario, "iterations": summary["iterations"], "duration_s": summary["duration_s"],
         "load_s": summary["load_s"], "first_inference_ms": summary["first_inference_ms"],
         "throughput_per_s": summary["throughput_per_s"],
         "latency_ms": {k: summary["latency_ms"][k] for k in ("p50", "p90", "p99", "mean", "min", "max")},
         "method": summary["method"],
+        "details": (record.get("environment") or {}).get("engine", {}),
     }
 
 
@@ -175,7 +289,7 @@ def _history(args) -> int:
 def _targets(args) -> int:
     from console.targets import discover_targets
 
-    targets = discover_targets()
+    targets = discover_targets(refresh=args.refresh)
     if getattr(args, "json", False):
         _emit_json(targets)
     else:

@@ -27,3 +27,10 @@ def history_db(explicit: str | os.PathLike | None = None) -> Path:
     if os.environ.get(DB_ENV):
         return Path(os.environ[DB_ENV]).expanduser()
     return data_dir() / "history.db"
+
+
+def asset_path(name: str) -> Path:
+    """A file from assets/: the checkout's folder, or the bundle's copy when frozen (PyInstaller's sys._MEIPASS)."""
+    bundle = getattr(sys, "_MEIPASS", None) if getattr(sys, "frozen", False) else None
+    base = Path(bundle) if bundle else Path(__file__).resolve().parents[1]
+    return base / "assets" / name

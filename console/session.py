@@ -123,6 +123,7 @@ class RunSession:
                                 environment=self._environment)
         self._writer.flush()
         self._record = {"type": "finished", "run_id": self.run_id, "status": outcome.status,
-                        "message": outcome.message, "summary": summary, "spec": self.spec.to_dict()}
+                        "message": outcome.message, "summary": summary, "spec": self.spec.to_dict(),
+                        "environment": self._environment}
         self._finished.set()
         self._emit(self._record)

@@ -10,7 +10,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from widgets import theme
 
-CHOICE_FIELDS = ("model", "engine", "target")
+CHOICE_FIELDS = ("model", "engine", "target", "precision", "mode")
 _VALUE_ROLE = QtCore.Qt.ItemDataRole.UserRole
 
 
@@ -21,6 +21,7 @@ class RunForm(QtWidgets.QWidget):
     sig_stop_requested = QtCore.Signal()
     # (field, value) when the user picks another model, engine or target, e.g. to narrow the other lists.
     sig_choice_changed = QtCore.Signal(str, str)
+    sig_open_model_requested = QtCore.Signal()  # "Open model file…" beside the model list
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -55,6 +56,21 @@ class RunForm(QtWidgets.QWidget):
         self._iterations.setGroupSeparatorShown(True)
         self._iterations.setToolTip("Measured iterations; at 0 the run measures for the duration instead")
 
+        self._threads = QtWidgets.QSpinBox()
+        self._threads.setRange(0, 4096)
+        self._threads.setSpecialValueText("auto (engine's choice)")
+        self._threads.setToolTip("Intra-op threads of the engine; auto lets the engine decide")
+
+        self._open_model = QtWidgets.QToolButton()
+        self._open_model.setText("Open…")
+        self._open_model.setToolTip("Open a model file (.onnx, .pt2, .pt/.jit TorchScript) — or drop one on the "
+                                    "window")
+        self._open_model.clicked.connect(self.sig_open_model_requested)
+        model_row = QtWidgets.QHBoxLayout()
+        model_row.setContentsMargins(0, 0, 0, 0)
+        model_row.addWidget(self._combos["model"], 1)
+        model_row.addWidget(self._open_model)
+
         self._name = QtWidgets.QLineEdit()
         self._name.setPlaceholderText("optional")
         self._name.setToolTip("A name to find this run again in the history")
@@ -62,11 +78,14 @@ class RunForm(QtWidgets.QWidget):
         form = QtWidgets.QFormLayout()
         form.setFieldGrowthPolicy(QtWidgets.QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.setLabelAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
-        form.addRow("Model", self._combos["model"])
+        form.addRow("Model", model_row)
         form.addRow("Engine", self._combos["engine"])
         form.addRow("Target", self._combos["target"])
+        form.addRow("Precision", self._combos["precision"])
+        form.addRow("Mode", self._combos["mode"])
         form.addRow("Batch (samples)", self._batch)
-        form.addRow("Duration (s)", self._duration)
+        form.addRow("Threads", self._threads)
+        form.addRow("Duration", self._duration)
         form.addRow("Iterations (count)", self._iterations)
         form.addRow("Run name", self._name)
 
@@ -132,7 +151,10 @@ class RunForm(QtWidgets.QWidget):
             "model": self._combos["model"].currentData(_VALUE_ROLE),
             "engine": self._combos["engine"].currentData(_VALUE_ROLE),
             "target": self._combos["target"].currentData(_VALUE_ROLE),
+            "precision": self._combos["precision"].currentData(_VALUE_ROLE),
+            "mode": self._combos["mode"].currentData(_VALUE_ROLE),
             "batch": self._batch.value(),
+            "threads": self._threads.value() or None,
             "duration_s": round(self._duration.value(), 1),
             "iterations": iterations or None,
             "name": name or None,
@@ -147,10 +169,10 @@ class RunForm(QtWidgets.QWidget):
                 index = self._enabled_index(combo, values[field])
                 if index >= 0:
                     combo.setCurrentIndex(index)
-        for key, spin in (("batch", self._batch), ("iterations", self._iterations)):
+        for key, spin in (("batch", self._batch), ("iterations", self._iterations), ("threads", self._threads)):
             if key in values:
                 value = values[key]
-                if value is None and key == "iterations":
+                if value is None and key in ("iterations", "threads"):
                     value = 0
                 try:
                     spin.setValue(int(value))
@@ -195,7 +217,8 @@ class RunForm(QtWidgets.QWidget):
             raise ValueError(f"field must be one of {', '.join(CHOICE_FIELDS)}, got {field!r}") from None
 
     def _inputs(self) -> list[QtWidgets.QWidget]:
-        return [*self._combos.values(), self._batch, self._duration, self._iterations, self._name]
+        return [*self._combos.values(), self._open_model, self._batch, self._threads, self._duration,
+                self._iterations, self._name]
 
     @staticmethod
     def _is_enabled(combo: QtWidgets.QComboBox, index: int) -> bool:

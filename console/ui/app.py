@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +20,7 @@ def application() -> QtWidgets.QApplication:
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
     app.setApplicationVersion(__version__)
-    icon = Path(__file__).resolve().parents[2] / "assets" / "labconsole.svg"
+    icon = paths.asset_path("labconsole.svg")
     if icon.exists():
         app.setWindowIcon(QtGui.QIcon(str(icon)))
     return app
@@ -79,4 +81,27 @@ def launch(db: str | None = None) -> MainWindow:
 def run_app(db: str | None = None) -> int:
     app = application()
     window = launch(db)  # noqa: F841 — kept alive for the event loop
+    if os.environ.get(EXIT_AFTER_PAINT_ENV) == "1":
+        _AfterFirstPaint(window, lambda: _exit_after_paint(app))
     return app.exec()
+
+
+# Start-up measurement (packaging/measure_startup.py, for the frozen bundle that cannot run a probe script):
+# with LABCONSOLE_EXIT_AFTER_PAINT=1 the window prints "painted <seconds since process start>" to stderr at
+# its first paint and quits.
+EXIT_AFTER_PAINT_ENV = "LABCONSOLE_EXIT_AFTER_PAINT"
+
+
+def _exit_after_paint(app: QtWidgets.QApplication) -> None:
+    print(f"painted {_seconds_since_process_start():.3f}", file=sys.stderr, flush=True)
+    app.quit()
+
+
+def _seconds_since_process_start() -> float:
+    try:  # Linux: the process's start and CLOCK_BOOTTIME both count from boot (to the kernel tick, 10 ms)
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, AttributeError, ValueError, IndexError):
+        import psutil
+
+        return time.time() - psutil.Process().create_time()

@@ -7,6 +7,7 @@ from typing import Any
 from PySide6 import QtCore, QtWidgets
 
 from console.ui.run_plots import RunPlots
+from widgets.input_editor import InputEditor
 from widgets.phase_progress import PhaseProgress
 from widgets.run_form import RunForm
 from widgets.summary_card import SummaryCard
@@ -25,12 +26,14 @@ class RunPage(QtWidgets.QWidget):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self.form = RunForm()
+        self.inputs = InputEditor()
         self.progress = PhaseProgress()
         self.summary = SummaryCard()
         self.plots = RunPlots()
         left = QtWidgets.QWidget()
         left_layout = QtWidgets.QVBoxLayout(left)
         left_layout.addWidget(self.form)
+        left_layout.addWidget(self.inputs)
         left_layout.addWidget(self.progress)
         left_layout.addWidget(self.summary)
         left_layout.addStretch(1)

@@ -24,6 +24,16 @@ class Settings:
     def save_form_values(self, values: dict[str, Any]) -> None:
         self._qs.setValue("run/form", json.dumps(values))
 
+    def model_files(self) -> list[str]:
+        try:
+            files = json.loads(self._qs.value("run/model_files", "[]"))
+        except (TypeError, ValueError):
+            return []
+        return [f for f in files if isinstance(f, str)]
+
+    def save_model_files(self, files: list[str]) -> None:
+        self._qs.setValue("run/model_files", json.dumps(files))
+
     def tab_index(self) -> int:
         try:
             return int(self._qs.value("window/tab", 0))

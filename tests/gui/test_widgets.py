@@ -271,17 +271,19 @@ def _filled_form(qtbot) -> RunForm:
         ("onnxruntime", "ONNX Runtime", False, "onnxruntime is not installed"),
     ])
     form.set_choices("target", [("cpu", "CPU", True, ""), ("cuda:0", "GPU 0", False, "no CUDA device")])
+    form.set_choices("precision", [("fp32", "fp32", True, ""), ("fp16", "fp16", False, "no fp16 on this CPU")])
+    form.set_choices("mode", [("inference", "inference", True, ""), ("training", "training", True, "")])
     return form
 
 
 def test_run_form_values_round_trip(qtbot):
     form = _filled_form(qtbot)
     assert form.values() == {
-        "model": "resnet50", "engine": "torch", "target": "cpu", "batch": 1, "duration_s": 5.0,
-        "iterations": None, "name": None,
+        "model": "resnet50", "engine": "torch", "target": "cpu", "precision": "fp32", "mode": "inference",
+        "batch": 1, "threads": None, "duration_s": 5.0, "iterations": None, "name": None,
     }
-    wanted = {"model": "bert", "engine": "torch", "target": "cpu", "batch": 32, "duration_s": 12.5,
-              "iterations": 400, "name": "nightly"}
+    wanted = {"model": "bert", "engine": "torch", "target": "cpu", "precision": "fp32", "mode": "training",
+              "batch": 32, "threads": 2, "duration_s": 12.5, "iterations": 400, "name": "nightly"}
     form.set_values(wanted)
     assert form.values() == wanted
     form.set_values({"iterations": None, "name": ""})

@@ -1,0 +1,135 @@
+"""Input editor: a model file's inputs, with a field for each dynamic shape and each scalar value.
+
+Fixed inputs are shown for information; a dynamic dimension other than the batch, or a scalar input (a sample
+rate, say), needs a value from the user — the engine fills the batch from the form.
+"""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from widgets import theme
+
+_COLUMNS = ("Input", "dtype", "Declared shape", "Value")
+_INVALID = QtGui.QColor("#fde2e1")
+
+
+def _is_dynamic(dim) -> bool:
+    return not isinstance(dim, int) or dim < 1
+
+
+def _shape_text(shape) -> str:
+    return "scalar" if not shape else " × ".join(str(d) for d in shape)
+
+
+def _parse_shape(text: str) -> list[int] | None:
+    parts = [p.strip() for p in text.lower().replace("×", "x").split("x")]
+    try:
+        dims = [int(p) for p in parts]
+    except ValueError:
+        return None
+    return dims if dims and all(d >= 1 for d in dims) else None
+
+
+class InputEditor(QtWidgets.QWidget):
+    """Rows of (name, dtype, declared shape, value). `values()` returns what the user entered, `errors()` why not."""
+
+    sig_changed = QtCore.Signal()
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._table = QtWidgets.QTableWidget(0, len(_COLUMNS))
+        self._table.setHorizontalHeaderLabels(_COLUMNS)
+        self._table.verticalHeader().setVisible(False)
+        self._table.horizontalHeader().setStretchLastSection(True)
+        self._table.setFont(theme.font(theme.BASE_PT))
+        self._table.itemChanged.connect(self._validate)
+        self._title = QtWidgets.QLabel("Model inputs")
+        self._title.setFont(theme.font(theme.BASE_PT, bold=True))
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self._title)
+        layout.addWidget(self._table)
+        self._inputs: list[dict] = []
+        self.setVisible(False)
+
+    # ---- Public API
+    def set_inputs(self, inputs: list[dict], values: dict | None = None) -> None:
+        """Show a model's inputs ({name, dtype, shape}); `values` pre-fills earlier entries (shapes or numbers)."""
+        values = values or {}
+        self._inputs = list(inputs)
+        self._table.blockSignals(True)
+        self._table.setRowCount(len(self._inputs))
+        for row, spec in enumerate(self._inputs):
+            shape = spec.get("shape") or []
+            cells = [spec["name"], str(spec.get("dtype", "")), _shape_text(shape)]
+            for column, text in enumerate(cells):
+                item = QtWidgets.QTableWidgetItem(text)
+                item.setFlags(item.flags() & ~QtCore.Qt.ItemFlag.ItemIsEditable)
+                self._table.setItem(row, column, item)
+            value = QtWidgets.QTableWidgetItem(self._initial_text(spec, values.get(spec["name"])))
+            if not self._needs_value(spec):
+                value.setFlags(value.flags() & ~QtCore.Qt.ItemFlag.ItemIsEditable)
+                value.setToolTip("fixed by the model (the batch comes from the form)")
+            else:
+                value.setToolTip("a number" if not shape else "a shape such as 1x128 (first dimension = batch)")
+            self._table.setItem(row, 3, value)
+        self._table.blockSignals(False)
+        self._table.resizeColumnsToContents()
+        self.setVisible(bool(self._inputs))
+        self._validate()
+
+    def clear(self) -> None:
+        self.set_inputs([])
+
+    def values(self) -> tuple[dict[str, list[int]], dict[str, float]]:
+        """(input shapes, scalar values) for every input the user filled in correctly."""
+        shapes, scalars = {}, {}
+        for row, spec in enumerate(self._inputs):
+            if not self._needs_value(spec):
+                continue
+            text = self._table.item(row, 3).text().strip()
+            if not spec.get("shape"):
+                try:
+                    scalars[spec["name"]] = float(text) if "." in text else int(text)
+                except ValueError:
+                    continue
+            elif (dims := _parse_shape(text)) is not None:
+                shapes[spec["name"]] = dims
+        return shapes, scalars
+
+    def errors(self) -> list[str]:
+        """Why the run cannot start yet: each input still missing a valid value, with what to type."""
+        shapes, scalars = self.values()
+        missing = []
+        for spec in self._inputs:
+            if self._needs_value(spec) and spec["name"] not in shapes and spec["name"] not in scalars:
+                what = "a number" if not spec.get("shape") else f"a shape for {_shape_text(spec['shape'])}"
+                missing.append(f"input {spec['name']!r} needs {what}")
+        return missing
+
+    # ---- Private API
+    @staticmethod
+    def _needs_value(spec: dict) -> bool:
+        shape = spec.get("shape") or []
+        if not shape:
+            return True
+        return any(_is_dynamic(d) for d in shape[1:])  # the first dynamic dimension is the batch
+
+    @staticmethod
+    def _initial_text(spec: dict, value) -> str:
+        if isinstance(value, (list, tuple)):
+            return "x".join(str(d) for d in value)
+        if isinstance(value, (int, float)):
+            return str(value)
+        return "" if InputEditor._needs_value(spec) else _shape_text(spec.get("shape") or [])
+
+    def _validate(self, *_args) -> None:
+        shapes, scalars = self.values()
+        self._table.blockSignals(True)
+        for row, spec in enumerate(self._inputs):
+            item = self._table.item(row, 3)
+            ok = not self._needs_value(spec) or spec["name"] in shapes or spec["name"] in scalars
+            item.setBackground(QtGui.QBrush() if ok else QtGui.QBrush(_INVALID))
+        self._table.blockSignals(False)
+        self.sig_changed.emit()
