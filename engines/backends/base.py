@@ -8,6 +8,22 @@ from typing import Any
 
 
 @dataclass
+class TokenGenerator:
+    """Greedy decoding for a decoder model, for the `generate` scenario.
+
+    `prefill()` runs the prompt and picks the first token, `decode_step(state)` feeds the last token with
+    the KV cache and picks the next one; both return an opaque state and, like `infer`, block until the
+    work is done, so one perf_counter pair around each call is the time to first token / per output token.
+    """
+
+    prefill: Callable[[], Any]
+    decode_step: Callable[[Any], Any]
+    prompt_tokens: int
+    output_tokens: int
+    tokens: Callable[[Any], list[list[int]]] = lambda state: []  # the tokens so far (for checks, not timed)
+
+
+@dataclass
 class LoadedModel:
     """A model ready to run: `infer()` runs one inference on the prepared input and waits for it to finish.
 
@@ -22,3 +38,4 @@ class LoadedModel:
     versions: dict[str, str] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     close: Callable[[], None] = lambda: None
+    generator: TokenGenerator | None = None  # set for decoder models (see the generate scenario)

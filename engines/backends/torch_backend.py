@@ -1,49 +1,446 @@
-"""PyTorch backend: builds a catalog model in eager mode and runs it under inference_mode."""
+"""PyTorch backend: catalog models and model files on cpu, cuda:N and mps.
+
+Precisions: fp32; fp16 and bf16 (model and floating inputs cast; on every device a tiny probe of each op
+the model uses runs first, so a missing kernel is named before anything is measured); int8 = dynamic
+quantization of nn.Linear layers, CPU only. Options: channels-last memory format, `torch.compile` (compiled
+at load on the example input and timed apart as `compile_s`), intra-op threads.
+
+Training (`spec.mode == "training"`): each `infer()` is one optimizer step — forward, loss against fixed
+random targets (next-token loss for gpt), backward, step. Weights stay fp32; bf16/fp16 run under autocast,
+fp16 with a GradScaler and only on CUDA (a CPU gains nothing from fp16 training and needs loss scaling
+for it, so it is refused). Load runs one step, not measured (`first_step_ms`): the optimizer allocates its
+state there, so the peak memory reported with the load facts is the step's steady-state peak.
+
+`load_s` is building and placing the model; compiling (`compile_s`) and the first training step
+(`first_step_ms`) happen after it, still at load, and are reported apart from both.
+
+Errors name the setting and the fix: they are raised as `UnsupportedConfig` and reach the console as the
+worker's `load` error.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
+import sys
 import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from engines import catalog
-from engines.backends.base import LoadedModel
+from engines.backends.base import LoadedModel, TokenGenerator
 from engines.spec import RunSpec
 
+DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "int8": "float32"}
+KERNEL_NAMES = {"fp16": "Half", "bf16": "BFloat16"}
+LEARNING_RATES = {"sgd": 1e-3, "adamw": 1e-4}
 
+
+class UnsupportedConfig(RuntimeError):
+    """This combination of model, device, precision and options cannot run; the message says what to change."""
+
+
+# ---- Public API
 def load(spec: RunSpec) -> LoadedModel:
     started = time.perf_counter()
     import torch
 
     if spec.threads:
         torch.set_num_threads(spec.threads)
-    entry = catalog.get(spec.model)
-    builder = importlib.import_module(entry.module)
-    device = torch.device(spec.target)
-    model = builder.build(entry.params).to(device)
-    example = builder.example_input(spec.batch, entry.params).to(device)
+    device = resolve_device(torch, spec.target)
     synchronize = _synchronizer(torch, device)
+    if spec.is_file:
+        prepared = _prepare_file(torch, spec, device)
+    else:
+        prepared = _prepare_catalog(torch, spec, device)
+    if spec.torch.channels_last:
+        _to_channels_last(torch, spec, prepared)
+    if spec.mode == "training":
+        infer = _training_step(torch, spec, device, prepared, synchronize)
+    else:
+        infer = _inference(torch, prepared, synchronize)
     synchronize()
-    load_s = time.perf_counter() - started
+    load_s = time.perf_counter() - started  # building and placing the model; compile and first step come apart
+    if spec.torch.compile:
+        infer = _compile(torch, spec, device, prepared, infer)
+    elif spec.mode == "training":
+        _first_step(torch, spec, device, prepared, infer)
 
-    params = sum(p.numel() for p in model.parameters())
-    model_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    model_bytes += sum(b.numel() * b.element_size() for b in model.buffers())
+    details = prepared.details
+    details.update({
+        "device": str(device), "device_name": _device_name(torch, device), "precision": spec.precision,
+        "mode": spec.mode, "threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads(),
+        "channels_last": bool(spec.torch.channels_last), "compile": spec.torch.compile,
+        "inputs": [{"name": name, "shape": list(t.shape), "dtype": _dtype_name(t.dtype)}
+                   for name, t in zip(prepared.input_names, prepared.inputs, strict=True)],
+    })
+    details.setdefault("compile_s", None)
+    if prepared.inputs:  # the first input, for the console's one-line summary
+        details["input_shape"] = list(prepared.inputs[0].shape)
+    return LoadedModel(
+        infer=infer, load_s=load_s, params=prepared.param_count, model_bytes=prepared.model_bytes,
+        versions=_versions(torch), details=_plain(details),
+        generator=_generator(torch, spec, prepared, synchronize),
+    )
+
+
+def resolve_device(torch, target: str):
+    """The torch.device for a target, or a clear error saying why it is not usable here."""
+    if target == "cpu":
+        return torch.device("cpu")
+    if target == "mps":
+        if not torch.backends.mps.is_available():
+            why = ("this PyTorch was built without MPS" if not torch.backends.mps.is_built()
+                   else "it needs macOS 12.3+ on Apple silicon")
+            raise UnsupportedConfig(f"mps is not available: {why} — pick --target cpu")
+        return torch.device("mps")
+    head, _, index_text = target.partition(":")
+    if head != "cuda":
+        raise UnsupportedConfig(f"unknown target {target!r}; use cpu, cuda:N or mps")
+    index = int(index_text or 0)
+    name = f"cuda:{index}"
+    if torch.version.cuda is None and not getattr(torch.version, "hip", None):
+        raise UnsupportedConfig(f"{name} is not available: this PyTorch is a CPU-only build — pick --target cpu "
+                                "or install a CUDA build of PyTorch")
+    if not torch.cuda.is_available():
+        raise UnsupportedConfig(f"{name} is not available: PyTorch {torch.__version__} (CUDA {torch.version.cuda}) "
+                                "finds no usable GPU (no device, or a driver too old for this build) — pick "
+                                "--target cpu or check the driver with nvidia-smi")
+    count = torch.cuda.device_count()
+    if index >= count:
+        raise UnsupportedConfig(f"{name} is not available: this machine has {count} CUDA device(s) "
+                                f"(cuda:0{f' … cuda:{count - 1}' if count > 1 else ''})")
+    return torch.device(name)
+
+
+# ---- Private API
+@dataclass
+class _Prepared:
+    """A model made ready on its device: what to call, with which inputs, and what to report about it."""
+
+    call: Callable[..., Any]
+    module: Any  # the nn.Module when there is one (files may give only a callable), else None
+    inputs: tuple[Any, ...]
+    input_names: list[str]
+    param_count: int
+    model_bytes: int
+    details: dict[str, Any] = field(default_factory=dict)
+    family: Any = None  # the catalog family module, None for files
+    params: dict[str, Any] = field(default_factory=dict)
+    decoder: bool = False
+
+
+def _prepare_catalog(torch, spec: RunSpec, device) -> _Prepared:
+    entry = catalog.get(spec.model)
+    params = catalog.params_for(spec.model, spec.model_params)
+    specs = catalog.input_specs(spec.model, params, spec.generation)
+    _check_combination(spec, device, specs)
+    family = importlib.import_module(entry.module)
+    model = family.build(params)
+    if spec.precision in KERNEL_NAMES:
+        _probe_precision(torch, spec, device, model)
+    param_count = sum(p.numel() for p in model.parameters())
+    model = model.to(device)
+    inputs = tuple(t.to(device) for t in family.example_inputs(spec.batch, params, spec.generation))
+    details: dict[str, Any] = {"model_params": dict(params), "dtype": DTYPES[spec.precision]}
+    if spec.mode == "inference":
+        if spec.precision == "int8":
+            model, details["quantization"] = _quantize_dynamic(torch, spec, model)
+            details["dtype"] = "qint8 weights (nn.Linear), float32 activations"
+        elif spec.precision in KERNEL_NAMES:
+            dtype = getattr(torch, DTYPES[spec.precision])
+            model = model.to(dtype)
+            inputs = tuple(t.to(dtype) if t.is_floating_point() else t for t in inputs)
+    if spec.scenario == "generate" and entry.decoder:
+        family.check_length(params, spec.generation.prompt_tokens, spec.generation.output_tokens)
+    return _Prepared(call=model, module=model, inputs=inputs, input_names=[s["name"] for s in specs],
+                     param_count=param_count, model_bytes=_model_bytes(torch, model), details=details,
+                     family=family, params=params, decoder=entry.decoder)
+
+
+def _prepare_file(torch, spec: RunSpec, device) -> _Prepared:
+    name = os.path.basename(spec.model)
+    if spec.precision == "int8":
+        raise UnsupportedConfig(f"{name}: --precision int8 (dynamic quantization) applies to catalog models; "
+                                "quantize the model before saving it, then run it with --precision fp32")
+    try:
+        from engines import model_files
+    except ImportError as exc:
+        raise UnsupportedConfig(f"{name}: this build cannot read model files (engines.model_files is missing)") \
+            from exc
+    call, inputs, info = model_files.load_torch(spec, device)
+    inputs = tuple(inputs)
+    module = call if isinstance(call, torch.nn.Module) else None
+    file_dtype = _file_dtype(module, inputs)
+    wanted = getattr(torch, DTYPES[spec.precision])
+    if file_dtype is not None and file_dtype != wanted:
+        raise UnsupportedConfig(
+            f"{name} computes in {_dtype_name(file_dtype)}, not {_dtype_name(wanted)}: run it with --precision "
+            f"{_precision_of(file_dtype) or 'fp32'}, or save the model in {_dtype_name(wanted)} (files are run as "
+            "saved; only catalog models are cast)")
+    if file_dtype is None and spec.precision != "fp32":
+        raise UnsupportedConfig(f"{name}: cannot tell which dtype the file computes in (no floating weights or "
+                                f"inputs), so --precision {spec.precision} cannot be checked; use --precision fp32")
+    if spec.precision in KERNEL_NAMES and module is not None:
+        _probe_precision(torch, spec, device, module)
+    names = [str(i.get("name", f"input_{n}")) if isinstance(i, dict) else str(i)
+             for n, i in enumerate(info.get("inputs") or [])]
+    names += [f"input_{n}" for n in range(len(names), len(inputs))]
+    param_count = int(info.get("params") or (sum(p.numel() for p in module.parameters()) if module is not None else 0))
+    model_bytes = _model_bytes(torch, module) if module is not None else os.path.getsize(spec.model)
+    details = {"file": info, "dtype": _dtype_name(file_dtype) if file_dtype is not None else DTYPES[spec.precision]}
+    return _Prepared(call=call, module=module, inputs=inputs, input_names=names[:len(inputs)],
+                     param_count=param_count, model_bytes=model_bytes, details=details)
+
+
+def _check_combination(spec: RunSpec, device, specs: list[dict[str, Any]]) -> None:
+    """What can be refused before building anything: precision × device × mode, and layout options."""
+    where = str(device)
+    if spec.precision == "int8":
+        if device.type != "cpu":
+            raise UnsupportedConfig(f"int8 on {where}: dynamic quantization (torch.ao quantize_dynamic) runs on CPU "
+                                    f"only; use --target cpu for int8, or fp16/bf16 on {where}")
+        if spec.mode == "training":
+            raise UnsupportedConfig("int8 training is not supported: dynamic quantization is inference-only; "
+                                    "train in fp32 or bf16")
+    if spec.mode == "training" and spec.precision == "fp16" and device.type != "cuda":
+        raise UnsupportedConfig(f"fp16 training on {where} is refused: fp16 training needs loss scaling, which "
+                                f"this backend does on CUDA only; train in bf16 (autocast) or fp32 on {where}")
+    if spec.torch.channels_last and not any(len(s["shape"]) == 4 for s in specs):
+        shapes = ", ".join(f"{s['name']} {s['shape']}" for s in specs)
+        raise UnsupportedConfig(f"channels_last: {spec.model} has no 4-D (image) input ({shapes}); channels-last "
+                                "applies to N×C×H×W tensors — turn it off for this model")
+
+
+_PROBES: dict[str, Callable[[Any, Any, Any], Any]] = {
+    # op name → a tiny call in the dtype; run only for the ops the model uses
+    "conv2d": lambda t, F, o: F.conv2d(t.ones(1, 2, 5, 5, **o), t.ones(2, 2, 3, 3, **o), padding=1),
+    "batch_norm": lambda t, F, o: F.batch_norm(t.ones(1, 2, 3, 3, **o), t.zeros(2, **o), t.ones(2, **o),
+                                               t.ones(2, **o), t.zeros(2, **o)),
+    "max_pool2d": lambda t, F, o: F.max_pool2d(t.ones(1, 2, 5, 5, **o), 3, 2, 1),
+    "adaptive_avg_pool2d": lambda t, F, o: F.adaptive_avg_pool2d(t.ones(1, 2, 5, 5, **o), 1),
+    "relu": lambda t, F, o: F.relu(t.ones(4, **o)),
+    "linear": lambda t, F, o: F.linear(t.ones(2, 4, **o), t.ones(3, 4, **o), t.ones(3, **o)),
+    "gelu": lambda t, F, o: F.gelu(t.ones(4, **o)),
+    "layer_norm": lambda t, F, o: F.layer_norm(t.ones(2, 4, **o), (4,)),
+    "embedding": lambda t, F, o: F.embedding(t.zeros(2, dtype=t.int64, device=o["device"]), t.ones(3, 4, **o)),
+    "scaled_dot_product_attention": lambda t, F, o: F.scaled_dot_product_attention(
+        t.ones(1, 2, 3, 4, **o), t.ones(1, 2, 3, 4, **o), t.ones(1, 2, 3, 4, **o), is_causal=True),
+}
+_MODULE_OPS = {"Conv2d": ("conv2d",), "BatchNorm2d": ("batch_norm",), "MaxPool2d": ("max_pool2d",),
+               "AdaptiveAvgPool2d": ("adaptive_avg_pool2d",), "ReLU": ("relu",), "Linear": ("linear",),
+               "GELU": ("gelu",), "LayerNorm": ("layer_norm",), "Embedding": ("embedding",)}
+
+
+def _probe_precision(torch, spec: RunSpec, device, model) -> None:
+    """Run each op the model uses once, tiny, in the wanted dtype: a missing kernel is named, not hit mid-run."""
+    from torch.nn import functional as F
+
+    dtype = getattr(torch, DTYPES[spec.precision])
+    if device.type == "cuda" and spec.precision == "bf16" and not torch.cuda.is_bf16_supported():
+        major, minor = torch.cuda.get_device_capability(device)
+        raise UnsupportedConfig(f"bf16 on {device}: {torch.cuda.get_device_name(device)} (sm_{major}{minor}) has no "
+                                "native bf16 (needs sm_80 or newer); use fp16 or fp32")
+    ops: list[str] = []
+    for module in model.modules():
+        kind = type(module).__name__
+        names = _MODULE_OPS.get(kind, ("scaled_dot_product_attention",) if kind.endswith("Attention") else ())
+        ops += [n for n in names if n not in ops]
+    others = " or ".join(p for p in ("bf16", "fp16", "fp32") if p != spec.precision)
+    options = {"dtype": dtype, "device": device}
+    for op in ops:
+        try:
+            _PROBES[op](torch, F, options)
+        except (RuntimeError, NotImplementedError, TypeError) as exc:
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if "not implemented for" in text or "Unsupported" in text or "unsupported" in text:
+                raise UnsupportedConfig(f"{spec.precision} on {device}: {op} has no {KERNEL_NAMES[spec.precision]} "
+                                        f"kernel in this PyTorch ({text}); use {others}") from exc
+            raise UnsupportedConfig(f"{spec.precision} on {device}: {op} fails in {_dtype_name(dtype)} ({text}); "
+                                    f"use {others}") from exc
+
+
+def _quantize_dynamic(torch, spec: RunSpec, model):
+    if torch.backends.quantized.engine in (None, "none"):
+        raise UnsupportedConfig("int8 on cpu: this PyTorch has no quantized engine (fbgemm/x86/onednn/qnnpack); "
+                                "use fp32 or bf16")
+    try:
+        from torch.ao.quantization import quantize_dynamic
+    except ImportError as exc:
+        raise UnsupportedConfig(f"int8: torch.ao.quantization is gone from PyTorch {torch.__version__}; use fp32 or "
+                                "bf16 (or the ONNX Runtime engine for int8)") from exc
+    linear_count = sum(isinstance(m, torch.nn.Linear) for m in model.modules())
+    if not linear_count:
+        raise UnsupportedConfig(f"int8: {spec.model} has no nn.Linear layer for dynamic quantization to act on; "
+                                "use fp32, fp16 or bf16")
+    with warnings.catch_warnings():  # torch.ao.quantization announces its deprecation on every call
+        warnings.simplefilter("ignore")
+        quantized = quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    return quantized, {"method": "dynamic quantization (torch.ao.quantization.quantize_dynamic)", "weights": "qint8",
+                       "activations": "float32, quantized per call", "quantized_modules": linear_count,
+                       "engine": str(torch.backends.quantized.engine),
+                       "note": "only nn.Linear layers are quantized; convolutions and norms stay fp32"}
+
+
+def _to_channels_last(torch, spec: RunSpec, prepared: _Prepared) -> None:
+    if not any(t.dim() == 4 for t in prepared.inputs):
+        shapes = ", ".join(f"{n} {list(t.shape)}" for n, t in zip(prepared.input_names, prepared.inputs, strict=True))
+        raise UnsupportedConfig(f"channels_last: {os.path.basename(spec.model)} has no 4-D (image) input ({shapes}); "
+                                "channels-last applies to N×C×H×W tensors — turn it off for this model")
+    if prepared.module is not None:
+        prepared.module.to(memory_format=torch.channels_last)
+    prepared.inputs = tuple(t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
+                            for t in prepared.inputs)
+
+
+def _inference(torch, prepared: _Prepared, synchronize: Callable[[], None]) -> Callable[[], Any]:
+    inputs = prepared.inputs
 
     def infer():
         with torch.inference_mode():
-            out = model(example)
+            out = prepared.call(*inputs)
         synchronize()
         return out
 
-    return LoadedModel(
-        infer=infer,
-        load_s=load_s,
-        params=params,
-        model_bytes=model_bytes,
-        versions={"torch": str(torch.__version__)},
-        details={"threads": torch.get_num_threads(), "device": str(device),
-                 "input_shape": list(example.shape), "dtype": str(example.dtype).replace("torch.", "")},
-    )
+    return infer
+
+
+def _training_step(torch, spec: RunSpec, device, prepared: _Prepared,
+                   synchronize: Callable[[], None]) -> Callable[[], Any]:
+    model, family = prepared.module, prepared.family
+    model.train()
+    kind = getattr(family, "OPTIMIZER", "sgd")
+    rate = LEARNING_RATES[kind]
+    if kind == "adamw":
+        optimizer = torch.optim.AdamW(model.parameters(), lr=rate)
+        described = f"AdamW (lr {rate:g})"
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=rate, momentum=0.9)
+        described = f"SGD with momentum 0.9 (lr {rate:g})"
+    loss_fn = family.training_loss(prepared.params, prepared.inputs)
+    scaler = None
+    if spec.precision in KERNEL_NAMES:
+        dtype = getattr(torch, DTYPES[spec.precision])
+        autocast = lambda: torch.autocast(device_type=device.type, dtype=dtype)  # noqa: E731
+        if spec.precision == "fp16":
+            scaler = torch.amp.GradScaler(device.type)
+        prepared.details["dtype"] = f"{DTYPES[spec.precision]} (autocast), float32 master weights"
+    else:
+        autocast = contextlib.nullcontext
+    prepared.details.update({
+        "optimizer": described, "loss": "next-token cross-entropy" if prepared.decoder else
+        "cross-entropy against fixed random labels", "gradient_scaling": scaler is not None,
+    })
+    inputs = prepared.inputs
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with autocast():
+            loss = loss_fn(prepared.call(*inputs))
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+        synchronize()
+        return loss.detach()
+
+    return step
+
+
+def _first_step(torch, spec: RunSpec, device, prepared: _Prepared, step: Callable[[], Any]) -> None:
+    """One training step at load (not measured): allocates optimizer state, then peak memory is known."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    started = time.perf_counter()
+    try:
+        step()
+    except Exception as exc:  # noqa: BLE001 — say it was the training step, keep the cause
+        raise UnsupportedConfig(f"the first training step of {spec.model} failed: {type(exc).__name__}: "
+                                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}") from exc
+    prepared.details["first_step_ms"] = (time.perf_counter() - started) * 1e3
+    prepared.details.update(_peak_memory(torch, device))
+
+
+def _compile(torch, spec: RunSpec, device, prepared: _Prepared, infer: Callable[[], Any]) -> Callable[[], Any]:
+    """Compile, then call once on the example input so compilation happens here and is timed apart."""
+    mode = spec.torch.compile
+    try:
+        compiled = torch.compile(prepared.call, mode=mode)
+    except Exception as exc:  # noqa: BLE001
+        raise _compile_error(spec, device, exc) from exc
+    prepared.call = compiled  # infer reads prepared.call at each call
+    if device.type == "cuda" and spec.mode == "training":
+        torch.cuda.reset_peak_memory_stats(device)
+    started = time.perf_counter()
+    try:
+        infer()
+    except Exception as exc:  # noqa: BLE001
+        raise _compile_error(spec, device, exc) from exc
+    prepared.details["compile_s"] = time.perf_counter() - started
+    prepared.details["compile_note"] = ("compile_s is the first call on the example input (tracing and code "
+                                        "generation; for training, the first step), timed at load and counted "
+                                        "neither in load_s nor in the measurement")
+    if spec.mode == "training":
+        prepared.details.update(_peak_memory(torch, device))
+    return infer
+
+
+def _compile_error(spec: RunSpec, device, exc: BaseException) -> UnsupportedConfig:
+    text = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
+    hint = (" torch.compile on CPU generates C++: it needs a working C++ compiler (gcc or clang) and the Python "
+            "headers." if device.type == "cpu" else "")
+    return UnsupportedConfig(f"torch.compile (mode {spec.torch.compile}) failed on {device}: {type(exc).__name__}: "
+                             f"{text}.{hint} Run without --compile to measure eager mode")
+
+
+def _peak_memory(torch, device) -> dict[str, Any]:
+    if device.type == "cuda":
+        return {"peak_memory_bytes": int(torch.cuda.max_memory_allocated(device)),
+                "peak_memory_method": "torch.cuda.max_memory_allocated over the first training step"}
+    if device.type == "mps":
+        return {"peak_memory_bytes": int(torch.mps.driver_allocated_memory()),
+                "peak_memory_method": "MPS driver-allocated memory after the first training step (not a peak)"}
+    import resource
+
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is bytes on macOS, KiB on Linux
+    return {"peak_memory_bytes": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale),
+            "peak_memory_method": "process peak RSS (ru_maxrss), whole worker process, after the first training step"}
+
+
+def _generator(torch, spec: RunSpec, prepared: _Prepared, synchronize: Callable[[], None]) -> TokenGenerator | None:
+    """Greedy prefill + decode for decoder models in inference mode; None for everything else."""
+    if not prepared.decoder or spec.mode != "inference":
+        return None
+    greedy = prepared.family.greedy
+    prompt = prepared.inputs[0]
+
+    def prefill():
+        with torch.inference_mode():
+            logits, past = prepared.call(prompt)
+            token = greedy(logits)
+        synchronize()
+        return token, past, [token]
+
+    def decode_step(state):
+        token, past, seen = state
+        with torch.inference_mode():
+            logits, past = prepared.call(token, past)
+            token = greedy(logits)
+        synchronize()
+        seen.append(token)
+        return token, past, seen
+
+    def tokens(state) -> list[list[int]]:
+        return torch.cat(state[2], dim=1).tolist()
+
+    return TokenGenerator(prefill=prefill, decode_step=decode_step, prompt_tokens=int(prompt.shape[1]),
+                          output_tokens=spec.generation.output_tokens, tokens=tokens)
 
 
 def _synchronizer(torch, device):
@@ -52,3 +449,91 @@ def _synchronizer(torch, device):
     if device.type == "mps":
         return torch.mps.synchronize
     return lambda: None
+
+
+def _model_bytes(torch, module) -> int:
+    """Bytes of weights and buffers, including quantized modules' packed weights (absent from parameters())."""
+    total = 0
+    seen: set[int] = set()
+
+    def add(value):
+        nonlocal total
+        if isinstance(value, torch.Tensor):
+            if id(value) in seen:
+                return
+            seen.add(id(value))
+            total += value.numel() * value.element_size()
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                add(item)
+
+    try:
+        for value in module.state_dict().values():
+            add(value)
+    except Exception:  # noqa: BLE001 — some compiled/scripted objects cannot give one; fall back
+        for p in list(module.parameters()) + list(module.buffers()):
+            add(p)
+    return total
+
+
+def _file_dtype(module, inputs: tuple[Any, ...]):
+    if module is not None:
+        for p in module.parameters():
+            if p.is_floating_point():
+                return p.dtype
+    for t in inputs:
+        if t.is_floating_point():
+            return t.dtype
+    return None
+
+
+def _precision_of(dtype) -> str | None:
+    name = _dtype_name(dtype)
+    return next((p for p, d in DTYPES.items() if d == name and p != "int8"), None)
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _device_name(torch, device) -> str:
+    if device.type == "cuda":
+        return str(torch.cuda.get_device_name(device))
+    if device.type == "mps":
+        return "Apple MPS"
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _versions(torch) -> dict[str, str]:
+    versions = {"torch": str(torch.__version__)}
+    if torch.version.cuda:
+        versions["cuda"] = str(torch.version.cuda)
+    if torch.backends.cudnn.is_available():
+        versions["cudnn"] = str(torch.backends.cudnn.version())
+    return versions
+
+
+def _plain(value: Any) -> Any:
+    """Only built-in types cross the process boundary (engines/protocol.py): convert everything else."""
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)

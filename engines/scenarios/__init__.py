@@ -10,6 +10,7 @@ from types import ModuleType
 
 MODULES: dict[str, str] = {
     "single-stream": "engines.scenarios.single_stream",
+    "generate": "engines.scenarios.generate",
 }
 
 
