@@ -67,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("models", parents=[common], help="the model catalog")
     selftest = sub.add_parser("self-test", parents=[common], help="prove this install works (window, run, history)")
     selftest.add_argument("--out", required=True, metavar="DIR")
+    telemetry = sub.add_parser("telemetry", help="what every telemetry source sees: available or why not, metrics")
+    telemetry.add_argument("--seconds", type=float, default=3.0, help="how long to sample (default 3)")
+    telemetry.add_argument("--rate", type=float, default=10.0, help="samples per second, 0.5-50 (default 10)")
+    telemetry.add_argument("--source", action="append", default=None, metavar="NAME",
+                           help="only this source (repeatable): psutil, nvml, rapl, amdsmi, estimated")
+    telemetry.add_argument("--json", action="store_true", help="print one JSON document")
     return parser
 
 
@@ -77,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_app(db=args.db)
     handler = {"run": _run, "history": _history, "targets": _targets, "models": _models,
-               "self-test": _self_test}[args.command]
+               "self-test": _self_test, "telemetry": _telemetry}[args.command]
     return handler(args)
 
 
@@ -315,3 +321,24 @@ def _self_test(args) -> int:
     from console.ui.selftest import self_test
 
     return self_test(args.out, db=getattr(args, "db", None))
+
+
+def _telemetry(args) -> int:
+    from console.telemetry.snapshot import collect, format_text
+
+    if not args.seconds > 0:
+        return _fail(f"--seconds: must be > 0, got {args.seconds:g}")
+    try:
+        report = collect(args.seconds, rate_hz=args.rate, sources=args.source)
+    except ValueError as exc:
+        return _fail(str(exc).replace("rate_hz", "--rate"))
+    except KeyboardInterrupt:
+        return EXIT_CANCELLED
+    except RuntimeError as exc:
+        print(f"labconsole: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        _emit_json(report)
+    else:
+        print(format_text(report))
+    return EXIT_OK

@@ -1,15 +1,19 @@
-"""Telemetry: sources (psutil now; NVML, RAPL, estimated power next) polled by a sampler process.
+"""Telemetry: sources (psutil, NVML, RAPL powercap, AMD SMI, an estimated power model) polled by a sampler process.
+
+Every source says what it measures (unit, method: measured | integrated | estimated) and, for what it lacks, why;
+a sensor that is not there is reported as unavailable with the reason, never as 0.
 
 Qt-free (import-linter enforces it). Timestamps are ``time.perf_counter_ns()``, the system-wide monotonic
 clock the engine workers also use, so samples and latencies share one time axis.
 """
 
-from .base import METHODS, MetricInfo, Sample, Source
+from .base import METHODS, Every, MetricInfo, Sample, Source
 from .registry import SOURCES, create_sources, describe, describe_sources, source_names
 from .sampler import DEFAULT_RATE_HZ, MAX_RATE_HZ, MIN_RATE_HZ, Sampler, sampler_main, validate_rate
 
 __all__ = [
     "DEFAULT_RATE_HZ",
+    "Every",
     "MAX_RATE_HZ",
     "METHODS",
     "MIN_RATE_HZ",

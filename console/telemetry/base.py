@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Any, Literal
 
 # (t_ns, source, metric, value, unit, method) -- a plain tuple so a batch pickles small and fast.
 # t_ns: time.perf_counter_ns() (CLOCK_MONOTONIC on Linux, shared with the engine workers).
@@ -37,13 +37,42 @@ class MetricInfo:
     unit: str
     description: str
     method: Method = "measured"
+    # How often the value is refreshed at most, in seconds; None = at every sampler tick. Slow sensors
+    # (temperature, clocks) are read less often than power: their values change slowly and some reads cost.
+    period_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"MetricInfo.method must be one of {METHODS}, got {self.method!r}")
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class Every:
+    """Due-check for a group of metrics a source reads less often than the sampler ticks.
+
+    The sampler ticks on an absolute grid and is never early, only late, so a plain ``t >= due`` test would
+    drift by a tick whenever one tick is a little later than the previous one. ``due`` therefore accepts a
+    tick up to half a tick period early, and advances on the grid of ``period_s`` (re-anchored after a gap).
+    """
+
+    __slots__ = ("period_ns", "slack_ns", "next_ns")
+
+    def __init__(self, period_s: float, tick_ns: int) -> None:
+        self.period_ns = max(1, round(period_s * 1e9))
+        self.slack_ns = max(0, tick_ns // 2)
+        self.next_ns: int | None = None
+
+    def due(self, t_ns: int) -> bool:
+        nxt = self.next_ns
+        if nxt is not None and t_ns < nxt - self.slack_ns:
+            return False
+        if nxt is None or t_ns - nxt > self.period_ns:  # first read, or a long gap: re-anchor on now
+            self.next_ns = t_ns + self.period_ns
+        else:
+            self.next_ns = nxt + self.period_ns
+        return True
 
 
 class Source(ABC):
@@ -60,10 +89,19 @@ class Source(ABC):
     - ``sample()`` is on the hot path (10 Hz by default, in a process that must stay below 1 % of a core):
       no imports, no allocation-heavy work, no blocking I/O beyond reading counters.
     - ``sample()`` returns only metrics it could read this time; a metric that vanishes (e.g. the watched
-      pid exited) is simply not returned.
+      pid exited) is simply not returned. A sensor that is not there is never reported as 0: it is left out
+      of ``metrics()`` and named, with the reason, in ``unavailable_metrics()``.
+    - Rates (bytes/s, faults/s, W from an energy counter) are deltas over the interval since the previous
+      read, stamped at its end; the first read only primes them.
     """
 
     name: str = ""
+    # Poll this source at most every ``period_s`` seconds (None: at every tick). The sampler honours it on its
+    # tick grid (every n-th tick). A source mixing fast and slow metrics leaves it None and throttles its slow
+    # group itself with :class:`Every`.
+    period_s: float | None = None
+    # The sampler's tick period, set by the sampler before ``open()`` (the default is 10 Hz's).
+    tick_ns: int = 100_000_000
 
     def open(self) -> None:  # noqa: B027 -- optional hook, deliberately empty
         """Acquire handles (libraries, devices, files) and prime any rate counters."""

@@ -15,6 +15,10 @@ from .base import Source
 # name -> "package.module:ClassName". One line per source.
 SOURCES: dict[str, Any] = {
     "psutil": "console.telemetry.psutil_source:PsutilSource",
+    "nvml": "console.telemetry.nvml_source:NvmlSource",
+    "rapl": "console.telemetry.rapl_source:RaplSource",
+    "amdsmi": "console.telemetry.amdsmi_source:AmdSmiSource",
+    "estimated": "console.telemetry.estimated_source:EstimatedPowerSource",
 }
 
 
@@ -73,6 +77,7 @@ def describe(source: Source, *, error: str | None = None) -> dict[str, Any]:
         "reason": reason,
         "metrics": metrics,
         "unavailable_metrics": unavailable,
+        "period_s": getattr(source, "period_s", None),
     }
 
 

@@ -20,6 +20,15 @@ parent -> child:
 
 The child exits by itself when the pipe closes or its parent dies (parent sentinel, ``os.getppid()``),
 so it is never left orphaned.
+
+Schedule
+--------
+Ticks lie on an absolute grid (``start + k × period``), so jitter does not accumulate; a tick more than a
+period late skips the missed grid points instead of bursting. Each source is stamped with the clock read just
+before *its* ``sample()`` (a slow source does not shift the next one's time). A source with a ``period_s``
+hint longer than the tick is polled every n-th tick (n = round(period_s × rate)); sources that mix fast and
+slow metrics throttle their slow group themselves (:class:`base.Every`), told the tick period through
+``Source.tick_ns`` before ``open()``.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import math
 import multiprocessing
 import multiprocessing.connection
 import os
+import selectors
 import signal
 import threading
 import time
@@ -60,7 +70,7 @@ def validate_rate(rate_hz: float) -> float:
 # ---- Child side
 
 
-def _open_all(names: list[str] | None) -> tuple[list[Source], list[dict[str, Any]]]:
+def _open_all(names: list[str] | None, tick_ns: int = 100_000_000) -> tuple[list[Source], list[dict[str, Any]]]:
     active: list[Source] = []
     described: list[dict[str, Any]] = []
     for name in check_names(names):
@@ -70,6 +80,7 @@ def _open_all(names: list[str] | None) -> tuple[list[Source], list[dict[str, Any
             described.append({"name": name, "available": False, "reason": f"cannot load: {exc!r}",
                               "metrics": [], "unavailable_metrics": {}})
             continue
+        source.tick_ns = tick_ns
         ok, desc = open_source(source)
         described.append(desc)
         if ok:
@@ -77,6 +88,14 @@ def _open_all(names: list[str] | None) -> tuple[list[Source], list[dict[str, Any
         else:
             _close_quietly(source)
     return active, described
+
+
+def _ticks_per_poll(source: Source, tick_ns: int) -> int:
+    """How many ticks apart this source is polled: its ``period_s`` on the tick grid, at least every tick."""
+    period_s = getattr(source, "period_s", None)
+    if not period_s or period_s <= 0:
+        return 1
+    return max(1, round(period_s * 1e9 / tick_ns))
 
 
 def _close_quietly(source: Source) -> None:
@@ -94,12 +113,19 @@ def sampler_main(conn: multiprocessing.connection.Connection, rate_hz: float,
     period = round(1e9 / validate_rate(rate_hz))
     parent = multiprocessing.parent_process()  # None when run in-process (tests)
     ppid = os.getppid()
-    waitables: list[Any] = [conn] if parent is None else [conn, parent.sentinel]
-    wait = multiprocessing.connection.wait
+    # One selector for the whole life of the loop (multiprocessing.connection.wait builds a new one per call):
+    # it wakes on a control message or the parent's death (its sentinel), else at the deadline.
+    selector = selectors.DefaultSelector()
+    selector.register(conn, selectors.EVENT_READ, "conn")
+    if parent is not None:
+        selector.register(parent.sentinel, selectors.EVENT_READ, "parent")
     clock = time.perf_counter_ns
 
-    active, described = _open_all(source_names)
+    active, described = _open_all(source_names, period)
     by_name = {d["name"]: i for i, d in enumerate(described)}
+    # A source with a period_s hint is polled every n-th tick of the grid (n >= 1).
+    every = {id(s): _ticks_per_poll(s, period) for s in active}
+    last_tick: dict[int, int] = {}
     rows: list[Sample] = []
 
     def send(msg: dict[str, Any]) -> bool:
@@ -119,15 +145,15 @@ def sampler_main(conn: multiprocessing.connection.Connection, rate_hz: float,
     try:
         if not send({"type": "sources", "sources": described}):
             return
-        next_tick = clock()
+        start = next_tick = clock()
         next_flush = next_tick + FLUSH_NS
         while True:
             # Sleep until the deadline, serving control messages meanwhile.
             while (remaining := next_tick - clock()) > 0:
-                ready = wait(waitables, remaining / 1e9)
-                if parent is not None and parent.sentinel in ready:
+                ready = {key.data for key, _ in selector.select(remaining / 1e9)}
+                if "parent" in ready:
                     return  # parent died
-                if conn in ready:
+                if "conn" in ready:
                     try:
                         msg = conn.recv()
                     except (EOFError, OSError):
@@ -139,17 +165,29 @@ def sampler_main(conn: multiprocessing.connection.Connection, rate_hz: float,
                     if cmd == "watch":
                         pid = msg.get("pid")
                         for source in active:
-                            source.watch_pid(pid)
+                            try:
+                                source.watch_pid(pid)
+                            except Exception:  # following the worker is a nicety; sampling goes on
+                                log.warning("telemetry source %s: watch_pid(%r) failed", source.name, pid,
+                                            exc_info=True)
                     else:
                         log.warning("telemetry sampler: ignoring unknown message %r", msg)
-            if os.getppid() != ppid or (parent is not None and not parent.is_alive()):
-                return  # re-parented: our parent is gone
+            if os.getppid() != ppid:
+                return  # re-parented: our parent is gone (its sentinel is watched in the select too)
 
-            t_ns = clock()
+            tick = (next_tick - start) // period
             failed: list[Source] = []
             for source in active:
+                key = id(source)
+                n = every[key]
+                if n > 1:
+                    last = last_tick.get(key)
+                    if last is not None and tick - last < n:
+                        continue
+                    last_tick[key] = tick
                 try:
-                    rows.extend(source.sample(t_ns))
+                    # Each source is stamped when it is read: a slow one must not shift the next one's time.
+                    rows.extend(source.sample(clock()))
                 except Exception as exc:  # a broken source is dropped and reported, the others go on
                     failed.append(source)
                     described[by_name[source.name]] = describe(source, error=f"sample() failed: {exc!r}")
@@ -169,6 +207,7 @@ def sampler_main(conn: multiprocessing.connection.Connection, rate_hz: float,
                     return
                 next_flush = now + FLUSH_NS
     finally:
+        selector.close()
         for source in active:
             _close_quietly(source)
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -64,7 +65,9 @@ def test_psutil_metrics_and_units(source):
     assert infos["worker.rss"].unit == "GiB" and infos["worker.cpu"].unit == "%"
     assert all(m.method == "measured" for m in infos.values())
     assert source.available() == (True, "")
-    assert source.unavailable_metrics() == {}
+    # what this machine lacks is named with a reason, never reported as 0
+    assert all(isinstance(why, str) and why for why in source.unavailable_metrics().values())
+    assert not set(source.unavailable_metrics()) & set(infos)
 
     time.sleep(0.05)
     t = time.perf_counter_ns()
@@ -82,12 +85,12 @@ def test_psutil_metrics_and_units(source):
 
 def test_psutil_per_core_count_and_range(source):
     ncpu = psutil.cpu_count()
-    cores = [m.name for m in source.metrics() if m.name.startswith("cpu") and m.name != "cpu.util"]
+    cores = [m.name for m in source.metrics() if re.fullmatch(r"cpu\d+\.util", m.name)]
     assert cores == [f"cpu{i}.util" for i in range(ncpu)]
     for _ in range(3):
         time.sleep(0.05)
         rows = source.sample(time.perf_counter_ns())
-        utils = [r for r in rows if r[2].endswith(".util")]
+        utils = [r for r in rows if re.fullmatch(r"cpu\d*\.util", r[2])]
         assert len(utils) == ncpu + 1
         assert all(0.0 <= r[3] <= 100.0 for r in utils)
 
@@ -113,6 +116,7 @@ def test_psutil_watched_child_disappears(source):
         child.kill()
         child.wait(5)
         for _ in range(2):  # no exception, and it stays gone
+            time.sleep(0.05)  # CPU % needs a clock tick (10 ms) to pass between readings
             got = _by_metric(source.sample(time.perf_counter_ns()))
             assert "worker.rss" not in got and "worker.cpu" not in got
             assert "cpu.util" in got
@@ -154,7 +158,7 @@ def test_registry_create_and_describe():
     assert desc["name"] == "psutil" and desc["available"] is True and desc["reason"] == ""
     units = {m["name"]: m["unit"] for m in desc["metrics"]}
     assert units["cpu.util"] == "%" and units["mem.used"] == "GiB"
-    assert desc["unavailable_metrics"] == {}
+    assert isinstance(desc["unavailable_metrics"], dict)
 
 
 class _BrokenOpen(Source):
