@@ -1,0 +1,285 @@
+"""Is a run's measurement valid? MLPerf LoadGen-style rules, each failure with the change that fixes it.
+
+`assess(latency_ns, t_ns, rules)` checks the measured iterations (warm-up excluded) against `ValidityRules`:
+
+- minimum duration and minimum count (LoadGen's min_duration / min_query_count);
+- stability: the measurement is cut into equal-time windows, and the last `stable_windows` medians must agree
+  within `stability_tolerance` (largest / smallest − 1);
+- percentile sufficiency: each reported percentile needs `stats.min_samples_for_percentile(q)` samples
+  (LoadGen's early-stopping bound: p90 64, p99 662 at 99% confidence).
+
+Every failed rule comes back as {rule, detail, fix}; the fix names the CLI option and the value to use,
+estimated from the rate this run achieved. `warmup_stable` is the matching test for ending a warm-up. Qt-free,
+numpy only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from console.analysis.stats import min_samples_for_percentile, percentile_key
+
+
+@dataclass(frozen=True)
+class ValidityRules:
+    """What a valid measurement needs. Defaults suit a desktop lab (LoadGen's own 600 s minimum does not).
+
+    min_duration_s: measured seconds at least this (short runs miss periodic effects: timers, GC, frequency).
+    min_count: measured iterations at least this (LoadGen's default min_query_count is 100).
+    percentiles: the percentiles the summary reports; each needs min_samples_for_percentile(q,
+        percentile_confidence, percentile_tolerance) samples (p50 11, p90 64, p99 662 with the defaults).
+    windows: the measurement is cut into this many equal-time windows (fewer when a window would hold fewer
+    than
+        min_window_count iterations).
+    stable_windows, stability_tolerance: stable when the medians of the last `stable_windows` windows agree
+        within this fraction (max / min − 1 ≤ 0.10).
+    warmup_windows, warmup_tolerance, max_warmup_s: for the warm-up loop: warm-up may end once `warmup_stable`
+        holds for the latest iterations, and stops at max_warmup_s whether or not it did (the summary then
+        says so).
+    """
+
+    min_duration_s: float = 2.0
+    min_count: int = 100
+    percentiles: tuple[float, ...] = (50, 90, 99)
+    percentile_confidence: float = 0.99
+    percentile_tolerance: float = 0.0
+    windows: int = 10
+    min_window_count: int = 20
+    stable_windows: int = 3
+    stability_tolerance: float = 0.10
+    warmup_windows: int = 3
+    warmup_tolerance: float = 0.10
+    max_warmup_s: float = 30.0
+
+    def validate(self) -> ValidityRules:
+        """Raise ValueError naming the first bad setting; return self."""
+        if not self.min_duration_s >= 0:
+            raise ValueError(f"min_duration_s must be ≥ 0, got {self.min_duration_s!r}")
+        if self.min_count < 0:
+            raise ValueError(f"min_count must be ≥ 0, got {self.min_count!r}")
+        for q in self.percentiles:
+            if not 0 < q < 100:
+                raise ValueError(f"percentiles must lie strictly between 0 and 100, got {q!r}")
+        if not 0 < self.percentile_confidence < 1:
+            raise ValueError(f"percentile_confidence must lie strictly between 0 and 1, got "
+                             f"{self.percentile_confidence!r}")
+        if self.stable_windows < 2 or self.windows < self.stable_windows:
+            raise ValueError(f"need 2 ≤ stable_windows ≤ windows, got stable_windows={self.stable_windows}, "
+                             f"windows={self.windows}")
+        if self.min_window_count < 1:
+            raise ValueError(f"min_window_count must be ≥ 1, got {self.min_window_count!r}")
+        if not self.stability_tolerance >= 0 or not self.warmup_tolerance >= 0:
+            raise ValueError("tolerances must be ≥ 0")
+        if self.warmup_windows < 2:
+            raise ValueError(f"warmup_windows must be ≥ 2, got {self.warmup_windows!r}")
+        if not self.max_warmup_s >= 0:
+            raise ValueError(f"max_warmup_s must be ≥ 0, got {self.max_warmup_s!r}")
+        return self
+
+
+# ---- Public API
+def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None, *,
+           duration_s: float | None = None, warmup_latency_ns: Any = None) -> dict[str, Any]:
+    """Judge one run's measured iterations.
+
+    latency_ns: each measured iteration's latency; t_ns: each one's start (perf_counter_ns, as the `latencies`
+    events carry them; None = back to back, starts from the cumulative latencies). duration_s: the measured
+    wall time when known (the `result` event's measured_s), else from the first start to the last end.
+    warmup_latency_ns: the warm-up iterations, when recorded (reported under "warmup", never a failure).
+
+    Returns: valid, invalid_reasons [{rule, detail, fix}], stable, stability {spread, tolerance, medians_ms},
+    windows [{index, start_s, end_s, count, median_ms}], percentiles {"p99": {required, have, sufficient}},
+    count, duration_s, rate_per_s, required {iterations, duration_s} (the smallest run that meets the count
+    rules at the observed rate), warmup {iterations, stable} | None, notes, rules (the settings used).
+    """
+    rules = (rules or ValidityRules()).validate()
+    latency = np.asarray(latency_ns, dtype=np.float64).ravel()
+    if t_ns is None:
+        starts = np.concatenate([[0.0], np.cumsum(latency)[:-1]]) if latency.size else latency
+    else:
+        starts = np.asarray(t_ns, dtype=np.float64).ravel()
+        if starts.size != latency.size:
+            raise ValueError(f"t_ns has {starts.size} starts for {latency.size} latencies")
+    n = int(latency.size)
+    span_s = float((starts[-1] + latency[-1] - starts[0]) / 1e9) if n else 0.0
+    measured_s = float(duration_s) if duration_s is not None else span_s
+    rate = n / measured_s if n and measured_s > 0 else None
+    reasons: list[dict[str, str]] = []
+    notes: list[str] = []
+
+    required_iterations = max([rules.min_count] + [_needed(q, rules) for q in rules.percentiles])
+    # 10% margin on the count-derived time: the rate varies between runs
+    required_s = max(rules.min_duration_s, math.ceil(required_iterations / rate * 1.1)) if rate else None
+
+    if n == 0:
+        reasons.append({"rule": "min_count", "detail": "no iteration was measured",
+                        "fix": f"check the run's error; a valid run needs at least {required_iterations} "
+                               f"iterations and {rules.min_duration_s:g} s"})
+    if n and measured_s < rules.min_duration_s:
+        more = ""
+        if rate:
+            iterations = math.ceil(rules.min_duration_s * rate)
+            more = f" (or --iterations {iterations} at the observed {_rate(rate)})"
+        reasons.append({"rule": "min_duration",
+                        "detail": f"measured {measured_s:.2f} s, the minimum is {rules.min_duration_s:g} s",
+                        "fix": f"raise --duration to at least {_seconds(rules.min_duration_s)}{more}"})
+    if n and n < rules.min_count:
+        reasons.append({"rule": "min_count",
+                        "detail": f"measured {n} iterations, the minimum is {rules.min_count}",
+                        "fix": _more_iterations_fix(rules.min_count, rate)})
+
+    percentiles: dict[str, dict[str, Any]] = {}
+    for q in rules.percentiles:
+        needed = _needed(q, rules)
+        key = percentile_key(q)
+        percentiles[key] = {"required": needed, "have": n, "sufficient": n >= needed}
+        if n and n < needed:
+            reasons.append({
+                "rule": f"percentile_{key}",
+                "detail": f"{key} needs at least {needed} samples (MLPerf early stopping at "
+                          f"{rules.percentile_confidence:.0%} confidence) and the run has {n}",
+                "fix": _more_iterations_fix(needed, rate)})
+
+    windows = _windows(latency, starts, rules)
+    stable, stability, stability_reason = _stability(windows, n, rate, measured_s, rules)
+    if stability_reason and n:
+        reasons.append(stability_reason)
+
+    warmup = None
+    if warmup_latency_ns is not None:
+        warm = np.asarray(warmup_latency_ns, dtype=np.float64).ravel()
+        warm_stable = warmup_stable(warm, windows=rules.warmup_windows, tolerance=rules.warmup_tolerance)
+        warmup = {"iterations": int(warm.size), "stable": warm_stable}
+        if not warm_stable:
+            notes.append(f"warm-up ended before its last {rules.warmup_windows} windows agreed within "
+                         f"{rules.warmup_tolerance:.0%}")
+
+    return {
+        "valid": not reasons, "invalid_reasons": reasons, "stable": stable, "stability": stability,
+        "windows": windows, "percentiles": percentiles, "count": n, "duration_s": measured_s,
+        "rate_per_s": rate,
+        "required": {"iterations": required_iterations,
+                     "duration_s": float(required_s) if required_s is not None else None},
+        "warmup": warmup, "notes": notes, "rules": dataclasses.asdict(rules),
+    }
+
+
+def warmup_stable(latencies: Any, windows: int = 3, tolerance: float = 0.1,
+                  window: int | None = None) -> bool:
+    """True when the medians of the last `windows` consecutive windows agree within `tolerance` (max/min − 1).
+
+    `window` is the iterations per window; None splits all the given latencies into `windows` equal windows (a
+    remainder at the start is dropped). Fewer than `windows` latencies are never stable. A warm-up loop calls
+    this on its recent latencies and stops when it holds, or at ValidityRules.max_warmup_s.
+    """
+    x = np.asarray(latencies, dtype=np.float64).ravel()
+    if windows < 2:
+        raise ValueError(f"windows must be ≥ 2, got {windows}")
+    if window is None:
+        window = x.size // windows
+    if window < 1 or x.size < windows * window:
+        return False
+    recent = x[x.size - windows * window:].reshape(windows, window)
+    spread = _spread(np.median(recent, axis=1))
+    return spread is not None and spread <= tolerance
+
+
+# ---- Private API
+@functools.lru_cache(maxsize=64)
+def _needed_cached(q: float, confidence: float, tolerance: float) -> int:
+    return min_samples_for_percentile(q, confidence=confidence, tolerance=tolerance)
+
+
+def _needed(q: float, rules: ValidityRules) -> int:
+    return _needed_cached(float(q), rules.percentile_confidence, rules.percentile_tolerance)
+
+
+def _windows(latency: np.ndarray, starts: np.ndarray, rules: ValidityRules) -> list[dict[str, Any]]:
+    n = latency.size
+    count = min(rules.windows, n // rules.min_window_count)
+    if count < 1:
+        return []
+    t0 = starts[0]
+    end = starts[-1] + latency[-1]
+    width = max((end - t0) / count, 1.0)
+    index = np.minimum(((starts - t0) // width).astype(np.int64), count - 1)
+    out = []
+    for i in range(count):
+        members = latency[index == i]
+        out.append({"index": i, "start_s": float(i * width / 1e9), "end_s": float((i + 1) * width / 1e9),
+                    "count": int(members.size),
+                    "median_ms": float(np.median(members)) / 1e6 if members.size else None})
+    return out
+
+
+def _stability(windows: list[dict[str, Any]], n: int, rate: float | None, measured_s: float,
+               rules: ValidityRules) -> tuple[bool, dict[str, Any], dict[str, str] | None]:
+    k = rules.stable_windows
+    info: dict[str, Any] = {"spread": None, "tolerance": rules.stability_tolerance, "windows_compared": k,
+                            "medians_ms": []}
+    if len(windows) < k:
+        needed = k * rules.min_window_count
+        return False, info, {
+            "rule": "stability",
+            "detail": f"{n} iterations are too few to compare {k} windows of at least "
+                      f"{rules.min_window_count} iterations each",
+            "fix": _more_iterations_fix(needed, rate)}
+    last = windows[-k:]
+    medians = [w["median_ms"] for w in last]
+    info["medians_ms"] = medians
+    if any(m is None for m in medians):
+        return False, info, {
+            "rule": "stability",
+            "detail": f"one of the last {k} windows completed no iteration: the run stalled",
+            "fix": "find what stalled the run (another busy program, swapping, a throttled device) and run "
+                   "again"}
+    spread = _spread(np.asarray(medians))
+    info["spread"] = spread
+    if spread is not None and spread <= rules.stability_tolerance:
+        return True, info, None
+    shown = ", ".join(f"{m:.4g}" for m in medians)
+    if all(b < a for a, b in zip(medians, medians[1:], strict=False)):
+        trend = "still falling, so warm-up had not finished"
+        fix = (f"raise --warmup (by about {_seconds(measured_s)}, the length of this run) so measurement "
+               f"starts after latency settles")
+    elif all(b > a for a, b in zip(medians, medians[1:], strict=False)):
+        trend = "still rising (thermal or power throttling, or a competing program)"
+        fix = "let the machine cool or close busy programs, then run again; a longer --warmup lets it settle"
+    else:
+        trend = "jumping between windows (interference from other programs?)"
+        fix = (f"close busy programs and run again; a longer --duration (at least "
+               f"{_seconds(2 * measured_s)}) gives steadier windows")
+    return False, info, {
+        "rule": "stability",
+        "detail": f"the medians of the last {k} windows ({shown} ms) differ by {spread:.0%}, more than "
+                  f"{rules.stability_tolerance:.0%}: latency was {trend}",
+        "fix": fix}
+
+
+def _spread(medians: np.ndarray) -> float | None:
+    low, high = float(np.min(medians)), float(np.max(medians))
+    if low <= 0:
+        return None if high <= 0 else math.inf
+    return high / low - 1.0
+
+
+def _more_iterations_fix(iterations: int, rate: float | None) -> str:
+    if not rate:
+        return f"set --iterations {iterations}"
+    seconds = iterations / rate * 1.1  # 10% margin: the rate varies between runs
+    return (f"raise --duration to at least {_seconds(seconds)} (about {iterations} iterations at the "
+            f"observed {_rate(rate)}), or set --iterations {iterations}")
+
+
+def _seconds(value: float) -> str:
+    return f"{math.ceil(value)} s" if value >= 1 else f"{math.ceil(value * 10) / 10:g} s"
+
+
+def _rate(rate: float) -> str:
+    return f"{rate:,.0f}/s" if rate >= 10 else f"{rate:.2g}/s"
