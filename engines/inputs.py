@@ -1,0 +1,219 @@
+"""A model's declared inputs (name, dtype, shape with symbolic dims) → concrete, deterministic arrays.
+
+Torch-free (numpy only), so the ONNX Runtime backend, the PyTorch model-file loader and the CLI's argument
+parsing share one set of rules and one set of error messages:
+
+- a user shape (`--input NAME=1x3x224x224`) wins, but must keep the declared rank and fixed dims;
+- a symbolic dim bound by one user shape (`seq` from `input_ids=1x128`) fills the same symbol elsewhere
+  (`attention_mask`), so a BERT-style model needs one `--input`, not one per input;
+- otherwise the first dynamic dim is the batch; any other dynamic dim is an error that says what to give;
+- rank-0 inputs (a sample rate, a temperature) take `--input-value NAME=16000`.
+
+Values are deterministic per (seed, input name), independent of input order, so two runs of the same spec
+feed the same numbers. Heuristics by name keep common integer inputs valid: `*mask*` → ones, `token_type*` →
+zeros, `position*` → 0..n-1 along the last axis, other integers (ids) → small values in [0, 100).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+Dim = int | str | None
+INT_HIGH = 100  # integer inputs (token ids, indices) are drawn from [0, INT_HIGH)
+_EXAMPLE_DYNAMIC = 128  # the value an error message suggests for an unknown dynamic dim
+
+
+class InputError(ValueError):
+    """An input cannot be resolved; the message names the input, what the model declares and the fix."""
+
+
+# ---- Public API
+def parse_shape(text: str) -> list[int]:
+    """'1x3x224x224' → [1, 3, 224, 224]. Also accepts ',' or '*' as separator, and spaces."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"empty shape {text!r}; write it like 1x3x224x224")
+    parts = re.split(r"\s*[xX,*]\s*", text.strip().strip("[]()"))
+    shape = []
+    for part in parts:
+        if not part.isdigit() or int(part) < 1:
+            raise InputError(f"bad shape {text!r}: {part!r} is not a whole number ≥ 1; write it like 1x3x224x224")
+        shape.append(int(part))
+    return shape
+
+
+def parse_assignment(text: str, what: str = "--input") -> tuple[str, str]:
+    """'NAME=VALUE' → (NAME, VALUE), with an error that shows the expected form."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip() or not value.strip():
+        example = "x=1x3x224x224" if what == "--input" else "sample_rate=16000"
+        raise InputError(f"{what} {text!r}: expected NAME=VALUE, e.g. {what} {example}")
+    return name.strip(), value.strip()
+
+
+def resolve_shape(name: str, declared: Sequence[Dim], batch: int, user_shapes: Mapping[str, Sequence[int]],
+                  known: Mapping[str, int] | None = None, defaults: Mapping[str, int] | None = None) -> list[int]:
+    """The concrete shape of input `name` (see the module docstring for the rules).
+
+    `declared` dims are ints (fixed), strs (symbolic, e.g. 'batch') or None (unnamed dynamic);
+    `known` maps symbols already bound (by other inputs' user shapes) to their values; `defaults` maps
+    symbols to a size the model file suggests (a .pt2's example inputs), used for dims after the batch.
+    """
+    defaults = defaults or {}
+    declared = list(declared)
+    if name in user_shapes:
+        given = [int(d) for d in user_shapes[name]]
+        if len(given) != len(declared) or any(
+                isinstance(d, int) and d >= 0 and d != g for d, g in zip(declared, given, strict=True)):
+            why = (f"rank {len(given)} instead of {len(declared)}" if len(given) != len(declared) else
+                   "fixed dims differ: " + ", ".join(
+                       f"dim {i} must be {d}, got {g}" for i, (d, g) in enumerate(zip(declared, given, strict=True))
+                       if isinstance(d, int) and d >= 0 and d != g))
+            raise InputError(f"input {name!r}: shape {format_shape(given)} does not fit the model's declared shape "
+                             f"{format_declared(declared)} ({why}); give --input {name}="
+                             f"{format_shape(_suggest(declared, batch, known))}")
+        if any(g < 1 for g in given):
+            raise InputError(f"input {name!r}: every dim must be ≥ 1, got {format_shape(given)}")
+        return given
+    known = dict(known or {})
+    shape: list[int] = []
+    unresolved: list[str] = []
+    batch_used = False
+    for index, dim in enumerate(declared):
+        if _is_fixed(dim):
+            shape.append(int(dim))
+        elif isinstance(dim, str) and dim in known:
+            shape.append(int(known[dim]))
+        elif not batch_used:
+            shape.append(int(batch))
+            batch_used = True
+        elif isinstance(dim, str) and dim in defaults:
+            shape.append(int(defaults[dim]))
+        else:
+            unresolved.append(dim if isinstance(dim, str) else f"dim {index}")
+            shape.append(-1)
+    if unresolved:
+        raise InputError(f"input {name!r} has dynamic dims {unresolved} that the batch size cannot fill "
+                         f"(declared {format_declared(declared)}); give --input {name}="
+                         f"{format_shape(_suggest(declared, batch, known))} (your sizes)")
+    return shape
+
+
+def make_array(name: str, shape: Sequence[int], dtype: str | np.dtype, seed: int = 0) -> np.ndarray:
+    """Deterministic data for one input: floats ~ N(0, 1), ints small and valid (see module docstring), bools."""
+    dtype = np.dtype(dtype)
+    shape = tuple(int(d) for d in shape)
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(name.encode())])
+    lowered = name.lower()
+    if dtype.kind == "f":
+        return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+    if dtype.kind == "b":
+        if "mask" in lowered:
+            return np.ones(shape, dtype=bool)
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        if "mask" in lowered:
+            return np.ones(shape, dtype=dtype)
+        if "token_type" in lowered or "segment" in lowered:
+            return np.zeros(shape, dtype=dtype)
+        if "position" in lowered and shape:
+            return np.broadcast_to(np.arange(shape[-1], dtype=dtype), shape).copy()
+        high = 256 if dtype == np.uint8 else INT_HIGH
+        return rng.integers(0, high, size=shape, dtype=dtype)
+    raise InputError(f"input {name!r}: cannot generate data of dtype {dtype} (supported: float, int, uint, bool)")
+
+
+def resolve_inputs(declared: Iterable[Mapping[str, Any]], batch: int,
+                   user_shapes: Mapping[str, Sequence[int]] | None = None,
+                   user_values: Mapping[str, float] | None = None, seed: int = 0,
+                   defaults: Mapping[str, int] | None = None,
+                   ) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
+    """All of a model's inputs → ({name: array}, [{name, dtype, shape, declared}]) for the run's details.
+
+    `declared` items are {name, dtype (numpy name), shape (dims)}; `defaults` see resolve_shape. A user value
+    for a tensor input fills it.
+    Names in user_shapes/user_values that the model does not have are an error (a typo must not be ignored).
+    """
+    declared = [dict(item) for item in declared]
+    user_shapes = dict(user_shapes or {})
+    user_values = dict(user_values or {})
+    names = [item["name"] for item in declared]
+    for option, given in (("--input", user_shapes), ("--input-value", user_values)):
+        for name in given:
+            if name not in names:
+                raise InputError(f"{option} {name}: the model has no input {name!r}; its inputs are "
+                                 f"{', '.join(names) or '(none)'}")
+    known = _bind_symbols(declared, user_shapes)
+    arrays: dict[str, np.ndarray] = {}
+    resolved: list[dict[str, Any]] = []
+    for item in declared:
+        name, dtype, dims = item["name"], item["dtype"], list(item["shape"])
+        if not dims:  # a scalar
+            if name not in user_values:
+                raise InputError(f"input {name!r} is a scalar ({dtype}), which no batch size or shape can fill; "
+                                 f"give its value with --input-value {name}=VALUE (e.g. a sample rate: "
+                                 f"--input-value {name}=16000)")
+            array = np.asarray(user_values[name], dtype=np.dtype(dtype))
+            shape: list[int] = []
+        else:
+            shape = resolve_shape(name, dims, batch, user_shapes, known, defaults)
+            if name in user_values:
+                array = np.full(shape, user_values[name], dtype=np.dtype(dtype))
+            else:
+                array = make_array(name, shape, dtype, seed)
+        arrays[name] = array
+        resolved.append({"name": name, "dtype": str(np.dtype(dtype)), "shape": shape,
+                         "declared": [d if d is None or isinstance(d, str) else int(d) for d in dims]})
+    return arrays, resolved
+
+
+def format_shape(shape: Sequence[int]) -> str:
+    return "x".join(str(int(d)) for d in shape) if shape else "(scalar)"
+
+
+def format_declared(declared: Sequence[Dim]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in declared) + "]"
+
+
+# ---- Private API
+def _is_fixed(dim: Dim) -> bool:
+    return isinstance(dim, int) and not isinstance(dim, bool) and dim >= 0
+
+
+def _suggest(declared: Sequence[Dim], batch: int, known: Mapping[str, int] | None) -> list[int]:
+    """An example shape for an error message: fixed dims kept, batch first, known symbols, else 128."""
+    known = known or {}
+    out, batch_used = [], False
+    for dim in declared:
+        if _is_fixed(dim):
+            out.append(int(dim))
+        elif isinstance(dim, str) and dim in known:
+            out.append(int(known[dim]))
+        elif not batch_used:
+            out.append(int(batch))
+            batch_used = True
+        else:
+            out.append(_EXAMPLE_DYNAMIC)
+    return out
+
+
+def _bind_symbols(declared: list[dict[str, Any]], user_shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+    """Symbol → value from the user shapes, so other inputs sharing a symbol follow; conflicts are errors."""
+    known: dict[str, int] = {}
+    where: dict[str, str] = {}
+    for item in declared:
+        name, dims = item["name"], list(item["shape"])
+        if name not in user_shapes or len(user_shapes[name]) != len(dims):
+            continue  # rank errors are reported by resolve_shape with the full message
+        for dim, value in zip(dims, user_shapes[name], strict=True):
+            if isinstance(dim, str):
+                if dim in known and known[dim] != int(value):
+                    raise InputError(f"--input {name}: dim {dim!r} is {int(value)} here but {known[dim]} in "
+                                     f"--input {where[dim]}; inputs sharing a dim must agree")
+                known[dim] = int(value)
+                where[dim] = name
+    return known
