@@ -65,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     targets = sub.add_parser("targets", parents=[common], help="hardware targets on this machine")
     targets.add_argument("--refresh", action="store_true", help="rediscover instead of using the per-host cache")
     sub.add_parser("models", parents=[common], help="the model catalog")
+    compare = sub.add_parser("compare", parents=[common], help="is run B faster or slower than run A?")
+    compare.add_argument("run_a", metavar="RUN_A", help="run id or a unique prefix (≥ 4 characters)")
+    compare.add_argument("run_b", metavar="RUN_B")
+    compare.add_argument("--noise", type=float, default=0.02,
+                         help="ratio band treated as noise (default 0.02 = ±2%%)")
+    compare.add_argument("--alpha", type=float, default=0.01, help="Mann-Whitney U significance (default 0.01)")
     selftest = sub.add_parser("self-test", parents=[common], help="prove this install works (window, run, history)")
     selftest.add_argument("--out", required=True, metavar="DIR")
     telemetry = sub.add_parser("telemetry", help="what every telemetry source sees: available or why not, metrics")
@@ -83,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_app(db=args.db)
     handler = {"run": _run, "history": _history, "targets": _targets, "models": _models,
-               "self-test": _self_test, "telemetry": _telemetry}[args.command]
+               "self-test": _self_test, "telemetry": _telemetry, "compare": _compare}[args.command]
     return handler(args)
 
 
@@ -231,13 +237,21 @@ def _spec_from_args(args):
 
 def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:
     summary = record["summary"]
+    energy = summary.get("energy")
     return {
         "run_id": record["run_id"], "status": record["status"], "message": record["message"],
         "name": spec.name, "model": spec.model, "engine": spec.engine, "target": spec.target, "batch": spec.batch,
-        "precision": spec.precision, "mode": spec.mode, "scenario": spec.scenario, "iterations": summary["iterations"], "duration_s": summary["duration_s"],
-        "load_s": summary["load_s"], "first_inference_ms": summary["first_inference_ms"],
-        "throughput_per_s": summary["throughput_per_s"],
-        "latency_ms": {k: summary["latency_ms"][k] for k in ("p50", "p90", "p99", "mean", "min", "max")},
+        "precision": spec.precision, "mode": spec.mode, "iterations": summary["iterations"],
+        "duration_s": summary["duration_s"], "load_s": summary["load_s"],
+        "first_inference_ms": summary["first_inference_ms"], "throughput_per_s": summary["throughput_per_s"],
+        "latency_ms": {k: summary["latency_ms"][k] for k in ("p50", "p90", "p99", "mean", "min", "max", "ci95")},
+        "cv": summary["cv"], "valid": summary["valid"], "invalid_reasons": summary["invalid_reasons"],
+        "stable": summary["stable"], "scenario": {"name": spec.scenario, **summary["scenario"]},
+        "cold_start": summary["cold_start"],
+        "energy": {k: energy.get(k) for k in ("joules", "joules_per_inference", "method", "source", "scope")}
+        if energy else None,
+        "telemetry": {metric: {k: v.get(k) for k in ("mean", "max", "unit", "method")}
+                      for metric, v in (summary.get("telemetry") or {}).items()},
         "method": summary["method"],
         "details": (record.get("environment") or {}).get("engine", {}),
     }
@@ -263,6 +277,13 @@ def _print_run(report: dict[str, Any]) -> None:
     print(f"  throughput   {_fmt(report['throughput_per_s'], 4)} samples/s over {report['iterations']} iterations "
           f"in {_fmt(report['duration_s'])} s")
     print(f"  model load   {_fmt(report['load_s'])} s   first inference {_fmt(report['first_inference_ms'])} ms")
+    energy = report.get("energy")
+    if energy and energy.get("joules") is not None:
+        print(f"  energy       {_fmt(energy['joules'])} J ({energy['method']}, {energy['scope']}), "
+              f"{_fmt(energy.get('joules_per_inference'))} J per inference")
+    print(f"  {'VALID' if report['valid'] else 'INVALID'}" + ("" if report["valid"] else ":"))
+    for reason in report["invalid_reasons"]:
+        print(f"    - {reason['detail']}. Fix: {reason['fix']}")
 
 
 def _history(args) -> int:
@@ -290,6 +311,49 @@ def _history(args) -> int:
             print(f"{r['run_id'][:8]}  {r['started_at'][:19]:19}  {r['status']:11}  {r['model']:8} {r['engine']:6} "
                   f"{r['target']:7} {_fmt(r['latency_ms']['p50']):>8}  {_fmt(r['throughput_per_s'], 4):>10}")
     return EXIT_OK
+
+
+def _compare(args) -> int:
+    from console.analysis.compare import compare
+    from console.history import HistoryError, HistoryStore
+
+    if not 0 <= args.noise < 1:
+        return _fail(f"--noise: must be from 0 to 1 (a fraction: 0.02 = ±2%), got {args.noise}")
+    if not 0 < args.alpha < 1:
+        return _fail(f"--alpha: must be between 0 and 1, got {args.alpha}")
+    try:
+        with HistoryStore(paths.history_db(getattr(args, "db", None))) as store:
+            runs = []
+            for option, ref in (("RUN_A", args.run_a), ("RUN_B", args.run_b)):
+                run = store.get_run(ref)
+                if run is None:
+                    return _fail(f"{option}: no run {ref!r} in the history (`labconsole history` lists them)")
+                latency_ns = store.latencies(run["run_id"])[1]
+                if latency_ns.size < 2:
+                    return _fail(f"{option}: run {run['run_id'][:8]} has {latency_ns.size} measured iterations; "
+                                 "a comparison needs at least 2 in each run")
+                runs.append((run, latency_ns / 1e6))
+    except HistoryError as exc:
+        print(f"labconsole: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    (run_a, a_ms), (run_b, b_ms) = runs
+    result = compare(a_ms, b_ms, noise=args.noise, alpha=args.alpha)
+    report = {"run_a": run_a["run_id"], "run_b": run_b["run_id"], "label_a": _run_label(run_a),
+              "label_b": _run_label(run_b), **result}
+    if getattr(args, "json", False):
+        _emit_json(report)
+    else:
+        print(f"A {run_a['run_id'][:8]}  {report['label_a']}\nB {run_b['run_id'][:8]}  {report['label_b']}")
+        print(f"  B/A median ratio {result['ratio']:.4f}  95% CI [{_fmt(result['ci95'][0], 4)}, "
+              f"{_fmt(result['ci95'][1], 4)}]  Mann-Whitney p = {result['p_value']:.3g}")
+        print(f"  verdict: {result['verdict']} — {result['explanation']}")
+    return EXIT_OK
+
+
+def _run_label(run: dict[str, Any]) -> str:
+    spec = run.get("spec") or {}
+    return " · ".join(str(x) for x in (run["model"], run["engine"], run["target"], f"b{run['batch']}",
+                                       spec.get("precision", "fp32")))
 
 
 def _targets(args) -> int:

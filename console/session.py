@@ -43,6 +43,8 @@ class RunSession:
         self._telemetry_hz = telemetry_hz
         self._entry = worker_entry
         self._chunks: list[np.ndarray] = []
+        self._t_chunks: list[np.ndarray] = []
+        self._samples: list[tuple] = []
         self._loaded: dict[str, Any] | None = None
         self._environment: dict[str, Any] = {}
         self._phases: list[list[Any]] = []
@@ -89,6 +91,7 @@ class RunSession:
         kind = event["type"]
         if kind == "latencies":
             self._chunks.append(np.asarray(event["latency_ns"], dtype=np.int64))
+            self._t_chunks.append(np.asarray(event["t_ns"], dtype=np.int64))
             self._writer.add_latencies(self.run_id, event["t_ns"], event["latency_ns"])
         elif kind == "phase":
             self._phases.append([event["phase"], event["t_ns"]])
@@ -102,17 +105,29 @@ class RunSession:
 
     def _on_samples(self, rows: list[tuple]) -> None:
         self._writer.add_samples(self.run_id, rows)
+        # Kept for the run's energy and telemetry summary; per-core rows are many and summarised by cpu.util.
+        self._samples.extend(row for row in rows if not _is_per_core(row[2]))
         self._emit({"type": "samples", "rows": rows})
 
     def _on_sources(self, sources: list[dict[str, Any]]) -> None:
         self._environment["telemetry"] = sources
         self._emit({"type": "sources", "sources": sources})
 
+    def _measurement_window(self) -> tuple[int, int] | None:
+        """From the `measuring` phase to the next phase (or now): what energy and telemetry are summarised over."""
+        starts = [t for phase, t in self._phases if phase == "measuring"]
+        if not starts:
+            return None
+        later = [t for phase, t in self._phases if t > starts[0] and phase != "measuring"]
+        return starts[0], (later[0] if later else time.perf_counter_ns())
+
     def _on_worker_end(self, outcome: Outcome) -> None:
         if self._sampler is not None:
             self._sampler.stop()
         latency_ns = np.concatenate(self._chunks) if self._chunks else np.empty(0, dtype=np.int64)
-        summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch)
+        t_ns = np.concatenate(self._t_chunks) if self._t_chunks else np.empty(0, dtype=np.int64)
+        summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch, t_ns=t_ns,
+                            samples=self._samples, window_ns=self._measurement_window(), mode=self.spec.mode)
         summary["t0_ns"] = self.t0_ns
         summary["t_end_ns"] = time.perf_counter_ns()
         summary["phases"] = self._phases
@@ -127,3 +142,7 @@ class RunSession:
                         "environment": self._environment}
         self._finished.set()
         self._emit(self._record)
+
+
+def _is_per_core(metric: str) -> bool:
+    return metric.startswith("cpu") and metric[3:4].isdigit()

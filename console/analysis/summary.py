@@ -1,4 +1,8 @@
-"""The summary of a run, computed in the console from the latencies it recorded (not trusted from the worker)."""
+"""The summary of a run, computed in the console from what it recorded (never trusted from the worker).
+
+Latency statistics with confidence intervals, LoadGen-style validity with the fix for each failed rule,
+throughput, cold start, energy and telemetry — each figure saying how it was obtained.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,26 @@ from typing import Any
 
 import numpy as np
 
-PERCENTILES = (50, 90, 99)
+from console.analysis.energy import energy_summary, grid_intensity_from_env, telemetry_summary
+from console.analysis.stats import describe
+from console.analysis.validity import ValidityRules, assess
+
+PERCENTILES = ("p50", "p90", "p99")
+# Result fields every scenario sends; anything else a scenario adds (TTFT, achieved rate…) is its own block.
+_STANDARD_RESULT = {"v", "type", "iterations", "measured_s", "warmup_iterations", "first_inference_ms", "batch",
+                    "cancelled"}
 
 
 def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dict[str, Any] | None,
-              batch: int) -> dict[str, Any]:
-    """Latency percentiles (ms), throughput (samples/s) and how they were obtained."""
+              batch: int, t_ns: np.ndarray | None = None, samples: list[tuple] | None = None,
+              window_ns: tuple[int, int] | None = None, mode: str = "inference",
+              rules: ValidityRules | None = None) -> dict[str, Any]:
+    """Everything the summary card, the CLI's JSON and the history show about one run."""
     latency_ms = np.asarray(latency_ns, dtype=np.float64) / 1e6
     count = int(latency_ms.size)
     measured_s = float(result["measured_s"]) if result else None
+    stats = describe(latency_ms)
+    validity = assess(latency_ns, t_ns, rules or ValidityRules(), duration_s=measured_s) if count else None
     summary: dict[str, Any] = {
         "iterations": count,
         "batch": batch,
@@ -22,19 +37,55 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
         "load_s": loaded.get("load_s") if loaded else None,
         "first_inference_ms": result.get("first_inference_ms") if result else None,
         "warmup_iterations": result.get("warmup_iterations") if result else None,
-        "latency_ms": {"p50": None, "p90": None, "p99": None, "mean": None, "min": None, "max": None, "std": None},
-        "throughput_per_s": None,
-        "method": "measured: one perf_counter_ns pair per iteration in the worker; "
-                  "throughput = iterations × batch / measured wall time",
+        "latency_ms": _latency_block(stats, validity),
+        "cv": stats["cv"],
+        "iqr_ms": stats["iqr"],
+        "outliers": stats["outliers"],
+        "throughput_per_s": count * batch / measured_s if count and measured_s else None,
+        "throughput_unit": "samples/s" if mode == "training" else "inferences/s (samples)",
+        "valid": bool(validity and validity["valid"]),
+        "invalid_reasons": validity["invalid_reasons"] if validity else
+        [{"rule": "min_count", "detail": "no iteration was measured", "fix": "check the run's error"}],
+        "stable": bool(validity and validity["stable"]),
+        "validity": {k: validity[k] for k in ("windows", "stability", "percentiles", "rate_per_s", "required")}
+        if validity else None,
+        "cold_start": _cold_start(loaded, result),
+        "scenario": {k: v for k, v in (result or {}).items() if k not in _STANDARD_RESULT},
+        "method": "measured: one perf_counter_ns pair per iteration in the worker; percentile intervals "
+                  f"{stats.get('ci_method', 'n/a')}; throughput = iterations × batch / measured wall time",
         "notes": [],
     }
-    if count:
-        p50, p90, p99 = np.percentile(latency_ms, PERCENTILES)
-        summary["latency_ms"] = {"p50": float(p50), "p90": float(p90), "p99": float(p99),
-                                 "mean": float(latency_ms.mean()), "min": float(latency_ms.min()),
-                                 "max": float(latency_ms.max()), "std": float(latency_ms.std(ddof=1) if count > 1 else 0.0)}
-    else:
-        summary["notes"].append("no iteration was measured")
-    if count and measured_s:
-        summary["throughput_per_s"] = count * batch / measured_s
+    for reason in summary["invalid_reasons"]:
+        summary["notes"].append(f"{reason['detail']} — {reason['fix']}")
+    if samples and window_ns and window_ns[1] > window_ns[0]:
+        inferences = count * batch or None
+        summary["energy"] = energy_summary(samples, window_ns[0], window_ns[1], inferences,
+                                           grid_intensity_from_env(), per="sample" if mode == "training" else
+                                           "inference")
+        summary["telemetry"] = telemetry_summary(samples, window_ns[0], window_ns[1])
     return summary
+
+
+def _latency_block(stats: dict[str, Any], validity: dict[str, Any] | None) -> dict[str, Any]:
+    """Percentiles only where enough samples back them (LoadGen's early-stopping bound); None otherwise."""
+    block: dict[str, Any] = {key: stats.get(key) for key in (*PERCENTILES, "mean", "min", "max", "std")}
+    block["ci95"] = {key: stats["ci95"].get(key) for key in PERCENTILES} if stats.get("ci95") else {}
+    backing = (validity or {}).get("percentiles") or {}
+    for key in PERCENTILES:
+        if key in backing and not backing[key]["sufficient"]:
+            block[key] = None
+            block["ci95"][key] = None
+    return block
+
+
+def _cold_start(loaded: dict[str, Any] | None, result: dict[str, Any] | None) -> dict[str, Any]:
+    details = (loaded or {}).get("details") or {}
+    return {
+        "read_s": details.get("read_s"),
+        "read_bytes": details.get("read_bytes"),
+        "build_s": (loaded or {}).get("load_s"),
+        "compile_s": details.get("compile_s"),
+        "first_inference_ms": (result or {}).get("first_inference_ms"),
+        "method": "read_s/read_bytes: timed file read in the worker (model files only); build_s: model or "
+                  "session build; first_inference_ms: the first call after loading, before warm-up",
+    }

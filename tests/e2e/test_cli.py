@@ -36,12 +36,26 @@ def test_run_json_reports_a_real_measurement(first_run):
     assert 0.9 <= r["duration_s"] < 5
     assert r["load_s"] > 0
     lat = r["latency_ms"]
-    assert 0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"]
+    # A percentile too few samples back is withheld (None) and named among the reasons the run is invalid.
+    shown = [lat[k] for k in ("min", "p50", "p90", "p99", "max") if lat[k] is not None]
+    assert shown == sorted(shown) and shown[0] > 0
+    for key in ("p50", "p90", "p99"):
+        if lat[key] is None:
+            assert any(reason["rule"] == f"percentile_{key}" for reason in r["invalid_reasons"])
+        else:
+            low, high = lat["ci95"][key]
+            assert low is None or low <= lat[key]
+            assert high is None or lat[key] <= high
+    assert isinstance(r["valid"], bool) and isinstance(r["stable"], bool) and r["cv"] > 0
+    assert r["scenario"]["name"] == "single-stream"
+    assert r["cold_start"]["build_s"] == r["load_s"] and r["cold_start"]["first_inference_ms"] > 0
+    assert r["telemetry"]["cpu.util"]["unit"] == "%" and r["telemetry"]["cpu.util"]["method"] == "measured"
     assert r["throughput_per_s"] == pytest.approx(r["iterations"] * r["batch"] / r["duration_s"], rel=1e-6)
 
 
 def test_history_lists_the_run_newest_first(db, first_run):
-    second = labconsole("run", "--model", "cnn", "--iterations", "5", "--warmup", "0", "--json", db=db)
+    second = labconsole("run", "--model", "resnet18", "--param", "image_size=32", "--param", "width=8",
+                        "--iterations", "5", "--warmup", "0", "--json", db=db)
     assert second.returncode == 0, second.stderr
     second_id = json.loads(second.stdout)["run_id"]
     assert json.loads(second.stdout)["iterations"] == 5
@@ -69,13 +83,13 @@ def test_targets_json_lists_cpu_and_says_why_others_are_missing():
 
 def test_models_json_lists_the_catalog():
     models = json.loads(labconsole("models", "--json").stdout)
-    assert {m["name"] for m in models} >= {"mlp", "cnn"}
+    assert {m["name"] for m in models} >= {"mlp", "resnet18", "resnet50", "bert", "gpt"}
 
 
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--model", "nosuchmodel"], "--model: unknown value 'nosuchmodel'; allowed: mlp, cnn"),
+        (["--model", "nosuchmodel"], "--model: unknown value 'nosuchmodel'; allowed: mlp, resnet18, resnet50, bert, gpt"),
         (["--engine", "jax"], "--engine: unknown value 'jax'"),
         (["--target", "tpu0"], "--target: unknown target 'tpu0'"),
         (["--batch", "0"], "--batch: must be a whole number"),
@@ -107,3 +121,17 @@ def test_an_unwritable_database_path_names_the_fix(tmp_path):
     done = labconsole("run", "--iterations", "3", db=blocker / "h.db", timeout=60)
     assert done.returncode == 1
     assert "--db" in done.stderr and "LABCONSOLE_DB" in done.stderr
+
+
+def test_compare_two_stored_runs(db, first_run):
+    again = json.loads(labconsole("run", "--model", "mlp", "--duration", "1", "--warmup", "0.2", "--json",
+                                  db=db).stdout)
+    done = labconsole("compare", first_run["run_id"][:8], again["run_id"], "--json", db=db)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["run_a"] == first_run["run_id"] and result["run_b"] == again["run_id"]
+    assert result["verdict"] in ("faster", "slower", "no difference")
+    low, high = result["ci95"]
+    assert low <= result["ratio"] <= high and 0 <= result["p_value"] <= 1
+    missing = labconsole("compare", "deadbeef", again["run_id"], db=db)
+    assert missing.returncode == 2 and "RUN_A: no run 'deadbeef'" in missing.stderr

@@ -4,8 +4,6 @@ Runs go through `engines.worker.run_spec` in-process (the same code a worker run
 through a real spawned worker. Sizes are tiny; the structure (depth, attention, cache) is the real one.
 """
 
-import sys
-import types
 
 import pytest
 
@@ -282,37 +280,31 @@ def test_training_step_failure_says_it_was_the_training_step():
     assert "the first training step of resnet18 failed" in message and "Expected more than 1 value" in message
 
 
-# ---- model files (engines.model_files is another module's job: a stand-in honours its contract here)
+# ---- model files: a real TorchScript file, loaded through engines.model_files
 @pytest.fixture
-def fake_model_files(monkeypatch, tmp_path):
+def torchscript_file(tmp_path):
+    import hashlib
+
     import torch
 
-    def load_torch(spec, device):
-        model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.LazyLinear(2))
-        inputs = (torch.randn(spec.batch, 3, 8, 8),)
-        model(*inputs)  # materialise the lazy layer
-        return model.eval().to(device), inputs, {"sha256": "ab" * 32, "format": "torchscript",
-                                                 "inputs": [{"name": "x", "dtype": "float32",
-                                                             "shape": [spec.batch, 3, 8, 8]}]}
-
-    module = types.ModuleType("engines.model_files")
-    module.load_torch = load_torch
-    monkeypatch.setitem(sys.modules, "engines.model_files", module)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 2)).eval()
     path = tmp_path / "model.pt"
-    path.write_bytes(b"stand-in")
-    return str(path)
+    torch.jit.trace(model, torch.randn(1, 3, 8, 8)).save(str(path))
+    return str(path), hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_a_model_file_runs_with_its_info_in_the_details(fake_model_files):
-    last, events = run(model=fake_model_files, torch={"channels_last": True})
+def test_a_model_file_runs_with_its_info_in_the_details(torchscript_file):
+    path, digest = torchscript_file
+    last, events = run(model=path, inputs={"input": [1, 3, 8, 8]}, torch={"channels_last": True})
     assert last["type"] == "result", last.get("message")
     details = events["loaded"][0]["details"]
-    assert details["file"]["sha256"] == "ab" * 32 and details["inputs"][0]["name"] == "x"
+    assert details["file"]["sha256"] == digest and details["inputs"][0]["name"] == "input"
     assert details["channels_last"] is True and events["loaded"][0]["params"] > 0
 
 
-def test_a_model_file_is_not_cast_to_another_precision(fake_model_files):
-    message = error_of(model=fake_model_files, precision="bf16")
+def test_a_model_file_is_not_cast_to_another_precision(torchscript_file):
+    path, _ = torchscript_file
+    message = error_of(model=path, precision="bf16", inputs={"input": [1, 3, 8, 8]})
     assert "model.pt computes in float32, not bfloat16: run it with --precision fp32" in message
-    assert "int8 (dynamic quantization) applies to catalog models" in error_of(model=fake_model_files,
-                                                                               precision="int8")
+    assert "int8 (dynamic quantization) applies to catalog models" in error_of(model=path, precision="int8",
+                                                                               inputs={"input": [1, 3, 8, 8]})

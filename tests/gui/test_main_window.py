@@ -131,13 +131,13 @@ def test_a_database_that_is_not_sqlite_gives_a_dialog_and_is_left_untouched(qtbo
 def test_run_setup_and_page_are_remembered_between_launches(qtbot, tmp_path):
     first = build_main_window(tmp_path / "h.db", discover_targets=False)
     qtbot.addWidget(first)
-    first.run_page.form.set_values({"model": "cnn", "batch": 8, "duration_s": 12.5, "name": "remember me"})
+    first.run_page.form.set_values({"model": "bert", "batch": 8, "duration_s": 12.5, "name": "remember me"})
     first.tabs.setCurrentIndex(1)
     first.close()
     second = build_main_window(tmp_path / "h.db", discover_targets=False)
     qtbot.addWidget(second)
     values = second.run_page.form.values()
-    assert (values["model"], values["batch"], values["duration_s"], values["name"]) == ("cnn", 8, 12.5,
+    assert (values["model"], values["batch"], values["duration_s"], values["name"]) == ("bert", 8, 12.5,
                                                                                       "remember me")
     assert second.tabs.currentIndex() == 1
 

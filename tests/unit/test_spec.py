@@ -6,7 +6,7 @@ from engines.spec import RunLimits, RunSpec, SpecError
 
 
 def test_defaults_validate_and_round_trip_through_json():
-    spec = RunSpec(model="cnn", batch=4, duration_s=2.5, iterations=100, name="x").validate()
+    spec = RunSpec(model="resnet18", batch=4, duration_s=2.5, iterations=100, name="x").validate()
     again = RunSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
     assert again == spec
     assert isinstance(again.limits, RunLimits)
@@ -15,7 +15,7 @@ def test_defaults_validate_and_round_trip_through_json():
 @pytest.mark.parametrize(
     ("change", "field", "words"),
     [
-        ({"model": "resnet9000"}, "model", "allowed: mlp, cnn"),
+        ({"model": "resnet9000"}, "model", "allowed: mlp, resnet18, resnet50, bert, gpt"),
         ({"engine": "tensorflow"}, "engine", "allowed: torch, onnxruntime"),
         ({"target": "tpu"}, "target", "cpu, cuda:N or mps"),
         ({"target": "cuda:x"}, "target", "cuda:N"),
