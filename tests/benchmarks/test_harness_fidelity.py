@@ -13,7 +13,7 @@ from engines.backends import torch_backend
 from engines.spec import RunSpec
 from engines.worker import run_spec
 
-ROUNDS = 5
+ROUNDS = 7
 GOAL = 0.03
 
 
