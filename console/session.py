@@ -18,7 +18,7 @@ import numpy as np
 from console.analysis import summarize
 from console.history import HistoryWriter
 from console.runner import Outcome, WorkerRun
-from console.telemetry import Sampler
+from console.telemetry.hub import TelemetryHub
 from engines.spec import RunSpec
 from engines.worker import worker_main
 
@@ -35,7 +35,10 @@ class RunSession:
 
     # ---- Public API
     def __init__(self, spec: RunSpec, writer: HistoryWriter, listener: Listener | None = None,
-                 telemetry_hz: float | None = 10.0, worker_entry: Callable[..., None] = worker_main):
+                 telemetry_hz: float | None = 10.0, worker_entry: Callable[..., None] = worker_main,
+                 hub: TelemetryHub | None = None):
+        """`hub`: the console's shared telemetry (the window's); without one, the session samples at
+        `telemetry_hz` itself for the run's duration (the CLI), or not at all when that is None."""
         self.spec = spec.validate()
         self.run_id = uuid.uuid4().hex
         self._writer = writer
@@ -50,20 +53,23 @@ class RunSession:
         self._phases: list[list[Any]] = []
         self._record: dict[str, Any] | None = None
         self._finished = threading.Event()
-        self._sampler: Sampler | None = None
+        self._hub = hub
+        self._own_hub = hub is None and bool(telemetry_hz)
+        self._subscription: int | None = None
 
     def start(self) -> str:
         self.t0_ns = time.perf_counter_ns()
         self._writer.create_run(self.spec.to_dict(), self.run_id)
         self._emit({"type": "started", "run_id": self.run_id, "t0_ns": self.t0_ns, "spec": self.spec.to_dict()})
         self._worker = WorkerRun(self.spec, self._on_worker_event, self._on_worker_end, entry=self._entry)
-        if self._telemetry_hz:
-            self._sampler = Sampler(rate_hz=self._telemetry_hz, on_samples=self._on_samples,
-                                    on_sources=self._on_sources)
-            self._sampler.start()
+        if self._own_hub:
+            self._hub = TelemetryHub(rate_hz=self._telemetry_hz)
+            self._hub.start()
+        if self._hub is not None:
+            self._subscription = self._hub.subscribe(self._on_samples, self._on_sources)
         self._worker.start()
-        if self._sampler is not None:
-            self._sampler.watch(self._worker.pid)
+        if self._hub is not None:
+            self._hub.watch(self._worker.pid)
         return self.run_id
 
     def cancel(self) -> None:
@@ -122,8 +128,11 @@ class RunSession:
         return starts[0], (later[0] if later else time.perf_counter_ns())
 
     def _on_worker_end(self, outcome: Outcome) -> None:
-        if self._sampler is not None:
-            self._sampler.stop()
+        if self._hub is not None:
+            self._hub.unsubscribe(self._subscription)
+            self._hub.watch(None)
+            if self._own_hub:
+                self._hub.stop()
         latency_ns = np.concatenate(self._chunks) if self._chunks else np.empty(0, dtype=np.int64)
         t_ns = np.concatenate(self._t_chunks) if self._t_chunks else np.empty(0, dtype=np.int64)
         summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch, t_ns=t_ns,

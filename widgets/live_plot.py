@@ -527,6 +527,7 @@ class TimeSeriesPlot(_TimePlot):
         self._minor_label = minor_label
         self._series: dict[str, _Series] = {}
         self._changed: set[str] = set()
+        self._follow_s: float | None = None
         self._y_range = y_range
         if y_range is not None:
             self._plot.setYRange(float(y_range[0]), float(y_range[1]), padding=0.04)  # a line at 100 % stays visible
@@ -565,6 +566,20 @@ class TimeSeriesPlot(_TimePlot):
 
     def series_names(self) -> list[str]:
         return list(self._series)
+
+    def set_dashed(self, series: str, dashed: bool = True) -> None:
+        """Draw ``series`` dashed — the mark of an estimate, so it is never read as a measurement."""
+        s = self._series.get(series) or self._create_series(series)
+        pen = pg.mkPen(s.curve.opts["pen"])
+        pen.setStyle(QtCore.Qt.PenStyle.DashLine if dashed else QtCore.Qt.PenStyle.SolidLine)
+        s.curve.setPen(pen)
+        if not s.minor:
+            self._legend.set_entry(series, series, [pen])
+
+    def set_follow(self, seconds: float | None) -> None:
+        """Keep the last ``seconds`` in view as data arrives (a system monitor); None: show everything."""
+        self._follow_s = seconds
+        self._mark_dirty()
 
     def data(self, series: str) -> tuple[np.ndarray, np.ndarray]:
         """The kept (time s, value) arrays of ``series``, which may be newer than what is drawn."""
@@ -611,3 +626,6 @@ class TimeSeriesPlot(_TimePlot):
             if s is not None:
                 s.curve.setData(s.t.values(), s.v.values())
         self._changed.clear()
+        latest = self._latest_time() if self._follow_s else None
+        if latest is not None:
+            self._plot.setXRange(max(0.0, latest - self._follow_s), latest, padding=0)

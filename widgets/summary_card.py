@@ -34,6 +34,7 @@ FIGURES = (
     _FigureSpec("duration", "Measured for", "s", ("duration_s",)),
     _FigureSpec("load", "Model load", "s", ("load_s",)),
 )
+MAX_NOTES = 3
 _COLUMNS = 2  # fits the narrow left column of the Run and History pages
 
 
@@ -119,6 +120,10 @@ class SummaryCard(QtWidgets.QFrame):
         for column in range(_COLUMNS):
             grid.setColumnStretch(column, 1)
 
+        self._verdict = QtWidgets.QLabel()
+        self._verdict.setFont(theme.font(theme.AXIS_LABEL_PT, bold=True))
+        self._verdict.hide()
+
         self._notes = QtWidgets.QLabel()
         self._notes.setWordWrap(True)
         self._notes.setFont(theme.font(theme.SMALL_PT))
@@ -130,6 +135,7 @@ class SummaryCard(QtWidgets.QFrame):
         layout.setContentsMargins(12, 10, 12, 10)
         layout.addWidget(self._message)
         layout.addLayout(grid)
+        layout.addWidget(self._verdict)
         layout.addWidget(self._notes)
 
     # ---- Public API
@@ -144,9 +150,25 @@ class SummaryCard(QtWidgets.QFrame):
             tip = range_tip if spec.path[0] == "latency_ms" else ""
             self._figures[spec.key].set_value(_lookup(summary, spec.path), tip)
         notes = [str(n) for n in (summary.get("notes") or [])]
-        self._notes.setText("\n".join(f"• {n}" for n in notes))
+        shown = notes[:MAX_NOTES]
+        if len(notes) > MAX_NOTES:
+            shown.append(f"… and {len(notes) - MAX_NOTES} more (hover to read all)")
+        self._notes.setText("\n".join(f"• {n}" for n in shown))
+        self._notes.setToolTip("\n".join(f"• {n}" for n in notes))
         self._notes.setVisible(bool(notes))
+        self._show_verdict(summary)
         self._message.hide()
+
+    def _show_verdict(self, summary: dict) -> None:
+        """VALID / INVALID in the words of MLPerf LoadGen: a number is only as good as the rules it passed."""
+        if "valid" not in summary:
+            self._verdict.hide()
+            return
+        failed = len(summary.get("invalid_reasons") or [])
+        valid = bool(summary["valid"])
+        self._verdict.setText("VALID" if valid else f"INVALID — {failed} rule{'s' * (failed != 1)} not met")
+        self._verdict.setStyleSheet(f"color: {theme.GOOD if valid else theme.BAD};")
+        self._verdict.show()
 
     def clear(self) -> None:
         """Back to the empty card: every figure "—", no notes, no message."""
@@ -154,6 +176,7 @@ class SummaryCard(QtWidgets.QFrame):
             figure.set_value(None)
         self._notes.clear()
         self._notes.hide()
+        self._verdict.hide()
         self._message.clear()
         self._message.hide()
 

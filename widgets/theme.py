@@ -14,6 +14,8 @@ FOREGROUND = "#222222"
 MUTED = "#666666"
 BORDER = "#d0d0d0"
 PANEL = "#f5f6f8"  # placeholder and card backgrounds
+GOOD = "#2e7d32"
+BAD = "#c62828"
 
 # Tableau 10: distinct, colour-blind friendlier, prints well.
 PALETTE = (

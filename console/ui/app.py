@@ -38,18 +38,24 @@ def attach_workspace(window: MainWindow, worker_entry: Callable[..., None] | Non
                      telemetry_hz: float | None = 10.0, discover_targets: bool = True) -> None:
     """Open the history and the runner, then build the pages. A broken database gives a window that says why."""
     from console.history import HistoryError, HistoryStore, HistoryWriter
+    from console.telemetry.hub import TelemetryHub
     from console.ui.run_controller import RunController
     from engines.worker import worker_main
 
+    hub = None
+    if telemetry_hz:  # idle telemetry from launch, shared by every run of this window
+        hub = TelemetryHub(rate_hz=telemetry_hz)
+        hub.start()
     try:
         writer = HistoryWriter.open(window.db_path)
         store = HistoryStore(window.db_path)
     except HistoryError as exc:
-        window.attach(None, None, startup_error=str(exc), discover_targets=discover_targets)
+        window.attach(None, None, startup_error=str(exc), discover_targets=discover_targets, hub=hub)
         return
-    controller = RunController(writer, worker_entry=worker_entry or worker_main, telemetry_hz=telemetry_hz)
+    controller = RunController(writer, worker_entry=worker_entry or worker_main, telemetry_hz=telemetry_hz,
+                               hub=hub)
     controller.setParent(window)
-    window.attach(controller, store, discover_targets=discover_targets)
+    window.attach(controller, store, discover_targets=discover_targets, hub=hub)
     window.destroyed.connect(lambda *_: (writer.close(), store.close()))
 
 

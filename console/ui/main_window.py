@@ -14,6 +14,7 @@ from console.ui.settings import Settings
 
 if TYPE_CHECKING:
     from console.history import HistoryStore
+    from console.telemetry.hub import TelemetryHub
     from console.ui.run_controller import RunController
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -32,6 +33,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.controller: RunController | None = None
         self.store: HistoryStore | None = None
         self.startup_error = ""
+        self.hub = None
         self.settings = Settings()
         self.tabs = QtWidgets.QTabWidget()
         for name in ("Run", "History"):
@@ -47,25 +49,26 @@ class MainWindow(QtWidgets.QMainWindow):
         self.history_page = None
 
     def attach(self, controller: RunController | None, store: HistoryStore | None, startup_error: str = "",
-               discover_targets: bool = True) -> None:
+               discover_targets: bool = True, hub: TelemetryHub | None = None) -> None:
         """Build the pages and connect the runner; a broken history gives pages that say why."""
         from console.ui.background import BackgroundCall
         from console.ui.history_page import HistoryPage
         from console.ui.run_page import RunPage
+        from console.ui.system_page import SystemPage
 
-        self.controller, self.store, self.startup_error = controller, store, startup_error
+        self.controller, self.store, self.startup_error, self.hub = controller, store, startup_error, hub
         self.run_page = RunPage()
         self.history_page = HistoryPage(store)
-        index = self.settings.tab_index()
+        self.system_page = SystemPage(hub)
         for position, (page, name) in enumerate(((self.run_page, "Run"), (self.history_page, "History"))):
             placeholder = self.tabs.widget(position)
             self.tabs.removeTab(position)
             self.tabs.insertTab(position, page, name)
             placeholder.deleteLater()
-        self.tabs.setCurrentIndex(index)
+        self.tabs.addTab(self.system_page, "System")
+        self.tabs.setCurrentIndex(self.settings.tab_index())
         self._targets: list[dict[str, Any]] = []
         self._model_files: list[str] = self.settings.model_files()
-        self._input_values: dict[str, Any] = {}
         self._updating_choices = False
         self.run_page.form.sig_choice_changed.connect(self._choice_changed)
         self.run_page.form.sig_open_model_requested.connect(self.open_model_dialog)
@@ -149,6 +152,7 @@ class MainWindow(QtWidgets.QMainWindow):
         view = bar.addMenu("&View")
         self._action(view, "&Run page", "Ctrl+1", lambda: self.tabs.setCurrentIndex(0))
         self._action(view, "&History page", "Ctrl+2", lambda: self.tabs.setCurrentIndex(1))
+        self._action(view, "&System page", "Ctrl+4", lambda: self.tabs.setCurrentIndex(self.tabs.count() - 1))
         self._action(view, "Re&load history", "F5", lambda: self.history_page and self.history_page.reload())
         help_menu = bar.addMenu("&Help")
         self._action(help_menu, "&About Lab Console", None, self._about)
@@ -299,4 +303,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.settings.save_form_values(self.run_page.form.values())
             self._discovery.stop()
             self._inspection.stop()
+            self.system_page.close_feed()
+        if self.hub is not None:
+            self.hub.stop()
         super().closeEvent(event)

@@ -9,6 +9,7 @@ from PySide6 import QtCore
 
 from console.history import HistoryWriter
 from console.session import RunSession
+from console.telemetry.hub import TelemetryHub
 from engines.spec import RunSpec
 from engines.worker import worker_main
 
@@ -22,11 +23,13 @@ class RunController(QtCore.QObject):
 
     # ---- Public API
     def __init__(self, writer: HistoryWriter, parent: QtCore.QObject | None = None,
-                 worker_entry: Callable[..., None] = worker_main, telemetry_hz: float | None = 10.0):
+                 worker_entry: Callable[..., None] = worker_main, telemetry_hz: float | None = 10.0,
+                 hub: TelemetryHub | None = None):
         super().__init__(parent)
         self._writer = writer
         self.worker_entry = worker_entry
         self._telemetry_hz = telemetry_hz
+        self.hub = hub
         self._session: RunSession | None = None
         self._relay.connect(self._deliver, QtCore.Qt.ConnectionType.QueuedConnection)
 
@@ -41,7 +44,8 @@ class RunController(QtCore.QObject):
         if self.busy:
             raise RuntimeError("a run is already in progress: stop it first (Esc)")
         self._session = RunSession(spec, self._writer, listener=self._relay.emit,
-                                   telemetry_hz=self._telemetry_hz, worker_entry=self.worker_entry)
+                                   telemetry_hz=self._telemetry_hz, worker_entry=self.worker_entry,
+                                   hub=self.hub)
         run_id = self._session.start()
         self.sig_busy.emit(True)
         return run_id

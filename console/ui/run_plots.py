@@ -6,12 +6,12 @@ looks exactly as it did while it ran.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
 from PySide6 import QtWidgets
 
+from console.ui.telemetry_routes import PLOTS, feed, missing_reason
 from widgets.live_plot import LatencyPlot, TimeSeriesPlot
 
 PHASE_LABELS = {"loading": "loading", "warmup": "warm-up", "measuring": "measuring", "finishing": "finishing"}
@@ -24,24 +24,29 @@ class RunPlots(QtWidgets.QWidget):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self.latency = LatencyPlot()
-        self.cpu = TimeSeriesPlot("CPU utilization", "utilization", "%", y_range=(0, 100))
+        self.cpu = TimeSeriesPlot("Utilization", "utilization", "%", y_range=(0, 100))
         self.memory = TimeSeriesPlot("Memory", "memory", "GiB")
+        self.power = TimeSeriesPlot("Power", "power", "W")
+        self._telemetry = {"util": self.cpu, "memory": self.memory, "power": self.power}
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         splitter = QtWidgets.QSplitter()
         splitter.setOrientation(splitter.orientation().Vertical)
-        for plot in (self.latency, self.cpu, self.memory):
+        for plot in self._plots():
             splitter.addWidget(plot)
-        splitter.setSizes([400, 250, 250])
+        splitter.setSizes([400, 200, 200, 200])
         layout.addWidget(splitter)
-        for plot in (self.latency, self.cpu, self.memory):  # one time axis: same width, same range
+        for plot in self._plots():  # one time axis: same width, same range
             plot.plot_item.getAxis("left").setWidth(64)
-        for plot in (self.cpu, self.memory):
+        for plot in self._telemetry.values():
             plot.plot_item.setXLink(self.latency.plot_item)
         self._t0_ns = 0
 
+    def _plots(self) -> list:
+        return [self.latency, *self._telemetry.values()]
+
     def clear(self) -> None:
-        for plot in (self.latency, self.cpu, self.memory):
+        for plot in self._plots():
             plot.clear()
             plot.clear_bands()
 
@@ -72,6 +77,7 @@ class RunPlots(QtWidgets.QWidget):
         t_lat = (np.asarray(t_ns, dtype=np.int64) - self._t0_ns) / 1e9
         self.latency.set_data(t_lat, np.asarray(latency_ns, dtype=np.float64) / 1e6)
         self.add_samples([(s["t_ns"], s["source"], s["metric"], s["value"], s["unit"], s["method"]) for s in samples])
+        self._show_missing((run.get("environment") or {}).get("telemetry") or [])
         for phase, t in summary.get("phases") or []:
             self._phase_boundary(phase, t)
         self._phase_boundary(None, summary.get("t_end_ns") or 0)
@@ -82,46 +88,25 @@ class RunPlots(QtWidgets.QWidget):
         self.latency.add_latencies((t_ns - self._t0_ns) / 1e9, latency_ns / 1e6)
 
     def add_samples(self, rows: list[tuple]) -> None:
-        grouped: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        for t_ns, _source, metric, value, _unit, _method in rows:
-            grouped[metric].append((t_ns, value))
-        for metric, points in grouped.items():
-            target = self._series_for(metric)
-            if target is None:
-                continue
-            plot, series = target
-            data = np.asarray(points, dtype=np.float64)
-            plot.add_points(series, (data[:, 0] - self._t0_ns) / 1e9, data[:, 1])
+        feed(self._telemetry, rows, self._t0_ns)
 
     def refresh(self) -> None:
-        for plot in (self.latency, self.cpu, self.memory):
+        for plot in self._plots():
             plot.refresh()
 
     # ---- Private API
-    def _series_for(self, metric: str):
-        if metric == "cpu.util":
-            return self.cpu, "total"
-        if metric.startswith("cpu") and metric.endswith(".util"):
-            return self.cpu, metric[: -len(".util")]
-        if metric == "mem.used":
-            return self.memory, "system used"
-        if metric == "worker.rss":
-            return self.memory, "worker RSS"
-        return None
-
     def _show_missing(self, sources: list[dict[str, Any]]) -> None:
-        psutil_source = next((s for s in sources if s.get("name") == "psutil"), None)
-        if psutil_source is not None and not psutil_source.get("available", True):
-            reason = psutil_source.get("reason") or "psutil source failed"
-            self.cpu.set_unavailable(reason)
-            self.memory.set_unavailable(reason)
+        for spec in PLOTS:
+            reason = missing_reason(spec, sources) if spec.key in self._telemetry else None
+            if reason:
+                self._telemetry[spec.key].set_unavailable(reason)
 
     def _phase_boundary(self, phase: str | None, t_ns: int) -> None:
         """Open a shaded band for the phase that starts (it follows live data), closing the previous one."""
         if not t_ns:
             return
         t_s = (t_ns - self._t0_ns) / 1e9
-        for plot in (self.latency, self.cpu, self.memory):
+        for plot in self._plots():
             if phase and phase != "finishing":
                 plot.add_band(t_s, None, PHASE_LABELS.get(phase, phase))
             else:

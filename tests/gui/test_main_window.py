@@ -55,7 +55,7 @@ def test_a_run_from_the_form_ends_in_the_summary_and_the_history(qtbot, window):
     window.run_page.plots.refresh()
     t, latency = window.run_page.plots.latency.data()
     assert len(latency) == summary["iterations"]
-    assert "total" in window.run_page.plots.cpu.series_names()
+    assert "CPU total" in window.run_page.plots.cpu.series_names()
     assert "worker RSS" in window.run_page.plots.memory.series_names()
     assert window.run_page.plots.latency.band_labels()[:3] == ["loading", "warm-up", "measuring"]
     # The history page lists it, and double-click re-opens its plots from the database.
@@ -67,7 +67,7 @@ def test_a_run_from_the_form_ends_in_the_summary_and_the_history(qtbot, window):
     window.history_page.plots.refresh()
     _, stored = window.history_page.plots.latency.data()
     assert len(stored) == summary["iterations"]
-    assert "total" in window.history_page.plots.cpu.series_names()
+    assert "CPU total" in window.history_page.plots.cpu.series_names()
 
 
 @pytest.mark.parametrize(

@@ -579,3 +579,15 @@ def test_demo_screenshot(qtbot):
     pixmap = root.grab()
     assert pixmap.save(DEMO_PNG)
     assert os.path.getsize(DEMO_PNG) > 10_000
+
+
+def test_summary_card_says_valid_or_invalid_and_caps_the_notes(qtbot):
+    card = SummaryCard()
+    qtbot.addWidget(card)
+    card.set_summary({"valid": False, "invalid_reasons": [{}, {}, {}, {}, {}],
+                      "notes": [f"rule {i} failed — fix {i}" for i in range(5)]})
+    assert card._verdict.text() == "INVALID — 5 rules not met"
+    assert card.notes_text().count("•") == 4 and "2 more" in card.notes_text()
+    assert "rule 4 failed" in card._notes.toolTip()
+    card.set_summary({"valid": True, "invalid_reasons": [], "notes": []})
+    assert card._verdict.text() == "VALID"

@@ -1,0 +1,91 @@
+"""The System page: live telemetry from launch, like a system monitor — every sensor the machine has.
+
+Fed by the console's TelemetryHub; it follows the last few minutes. A plot whose sensors are all missing
+says "not available (why)" instead of drawing zeros; estimated power is dashed and labelled.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from PySide6 import QtCore, QtWidgets
+
+from console.telemetry.hub import TelemetryHub
+from console.telemetry.nvml_source import decode_throttle
+from console.ui.telemetry_routes import PLOTS, THROTTLE, feed, missing_reason
+from widgets.live_plot import TimeSeriesPlot
+
+FOLLOW_S = 300.0
+# Clock-event bits that mean the GPU is held back (power, thermal, slowdown) — not idle or a user setting.
+LIMITING_BITS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+
+
+class SystemPage(QtWidgets.QWidget):
+    _relay_samples = QtCore.Signal(object)
+    _relay_sources = QtCore.Signal(object)
+
+    # ---- Public API
+    def __init__(self, hub: TelemetryHub | None, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._hub = hub
+        self._t0_ns = time.perf_counter_ns()
+        self.plots = {spec.key: TimeSeriesPlot(spec.title, spec.y_label, spec.unit, y_range=spec.y_range)
+                      for spec in PLOTS}
+        self.summary = QtWidgets.QLabel("Waiting for the first samples…")
+        self.summary.setWordWrap(True)
+        grid = QtWidgets.QGridLayout()
+        for index, plot in enumerate(self.plots.values()):
+            plot.set_follow(FOLLOW_S)
+            grid.addWidget(plot, index // 2, index % 2)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addLayout(grid, 1)
+        self._throttled_since: dict[str, float] = {}
+        self._relay_samples.connect(self.add_samples, QtCore.Qt.ConnectionType.QueuedConnection)
+        self._relay_sources.connect(self.show_sources, QtCore.Qt.ConnectionType.QueuedConnection)
+        if hub is None:
+            for plot in self.plots.values():
+                plot.set_unavailable("telemetry is off")
+            self.summary.setText("Telemetry is off in this window.")
+            return
+        self.add_samples(hub.recent())
+        self._token = hub.subscribe(self._relay_samples.emit, self._relay_sources.emit)
+
+    def close_feed(self) -> None:
+        if self._hub is not None:
+            self._hub.unsubscribe(self._token)
+
+    def add_samples(self, rows: list[tuple]) -> None:
+        """Route a batch of sample rows to the plots (GUI thread)."""
+        feed(self.plots, rows, self._t0_ns)
+        for t_ns, _source, metric, value, _unit, _method in rows:
+            if THROTTLE.fullmatch(metric):
+                self._throttle(metric, t_ns, value)
+
+    def show_sources(self, sources: list[dict[str, Any]]) -> None:
+        for spec in PLOTS:
+            reason = missing_reason(spec, sources)
+            if reason:
+                self.plots[spec.key].set_unavailable(reason)
+            else:
+                self.plots[spec.key].set_available()
+        available = [s["name"] for s in sources if s.get("available")]
+        missing = [f"{s['name']} ({s.get('reason', '')})" for s in sources if not s.get("available")]
+        self.summary.setText(f"Sources sampling: {', '.join(available) or 'none'}."
+                             + (f"  Not available: {'; '.join(missing)}" if missing else ""))
+        self.summary.setToolTip("\n".join(missing))
+
+    # ---- Private API
+    def _throttle(self, metric: str, t_ns: int, value: float) -> None:
+        """Shade the power plot while a GPU reports clock-event (throttle) reasons."""
+        t_s = (t_ns - self._t0_ns) / 1e9
+        gpu = THROTTLE.fullmatch(metric).group(1)
+        limiting = int(value) & LIMITING_BITS
+        if limiting and gpu not in self._throttled_since:
+            self._throttled_since[gpu] = t_s
+            reasons = ", ".join(decode_throttle(limiting))
+            self.plots["power"].add_band(t_s, None, f"{gpu} throttled: {reasons}")
+        elif not limiting and gpu in self._throttled_since:
+            del self._throttled_since[gpu]
+            self.plots["power"].end_band(t_s)
