@@ -71,6 +71,26 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--noise", type=float, default=0.02,
                          help="ratio band treated as noise (default 0.02 = ±2%%)")
     compare.add_argument("--alpha", type=float, default=0.01, help="Mann-Whitney U significance (default 0.01)")
+    sweep = sub.add_parser("sweep", parents=[common], help="run a grid of configurations as one sweep; find the knee",
+                           description="Each axis takes comma-separated values; every combination is one stored run. "
+                                       "Every point is checked before anything runs.")
+    sweep.add_argument("--model", default="mlp", help="catalog name or model file, as for `run`")
+    sweep.add_argument("--batch", default=None, metavar="N,N,…", help="batch sizes, e.g. 1,2,4,8")
+    sweep.add_argument("--threads", default=None, metavar="N,N,…", help="intra-op thread counts, e.g. 1,2")
+    sweep.add_argument("--precision", default=None, metavar="P,P,…", help="e.g. fp32,bf16 (default fp32)")
+    sweep.add_argument("--engine", default=None, metavar="E,E,…", help="e.g. torch,onnxruntime (default torch)")
+    sweep.add_argument("--target", default=None, metavar="T,T,…", help="e.g. cpu,cuda:0 (default cpu)")
+    sweep.add_argument("--qps", default=None, metavar="R,R,…",
+                       help="request rates (queries/s) for the server scenario, e.g. 10,20,40")
+    sweep.add_argument("--scenario", default=None,
+                       help="default single-stream, or server when --qps is given")
+    sweep.add_argument("--duration", type=float, default=2.0, help="measurement seconds per point (default 2)")
+    sweep.add_argument("--warmup", type=float, default=0.5, help="warm-up seconds per point (default 0.5)")
+    sweep.add_argument("--param", action="append", default=[], metavar="KEY=N", help="catalog model size (repeatable)")
+    sweep.add_argument("--name", default="")
+    sweep.add_argument("--skip-impossible", action="store_true",
+                       help="run the points that can run and list the others (default: refuse the sweep)")
+    sweep.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the runs")
     selftest = sub.add_parser("self-test", parents=[common], help="prove this install works (window, run, history)")
     selftest.add_argument("--out", required=True, metavar="DIR")
     telemetry = sub.add_parser("telemetry", help="what every telemetry source sees: available or why not, metrics")
@@ -89,7 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_app(db=args.db)
     handler = {"run": _run, "history": _history, "targets": _targets, "models": _models,
-               "self-test": _self_test, "telemetry": _telemetry, "compare": _compare}[args.command]
+               "self-test": _self_test, "telemetry": _telemetry, "compare": _compare,
+               "sweep": _sweep}[args.command]
     return handler(args)
 
 
@@ -406,3 +427,112 @@ def _telemetry(args) -> int:
     else:
         print(format_text(report))
     return EXIT_OK
+
+
+def _sweep(args) -> int:
+    """`labconsole sweep`: every point checked first, then run one at a time; Ctrl+C stops after the point."""
+    from console.sweep import SweepError, SweepGrid, SweepRun, knee_text, report
+    from console.targets import discover_targets
+
+    as_json = getattr(args, "json", False)
+    try:
+        grid = SweepGrid.parse(batch=args.batch, threads=args.threads, precision=args.precision,
+                               engine=args.engine, target=args.target, qps=args.qps)
+        base = {"model": args.model, "scenario": args.scenario or ("server" if args.qps else "single-stream"),
+                "duration_s": args.duration, "warmup_s": args.warmup, "name": args.name,
+                "model_params": _pairs("--param", args.param, _whole)}
+    except (SweepError, _OptionError) as exc:
+        return _fail(str(exc))
+    writer = _open_writer(args)
+    if writer is None:
+        return EXIT_FAILED
+    interrupts: list[int] = []
+    try:
+        try:
+            sweep = SweepRun(base, grid, writer, name=args.name, on_point=_print_sweep_progress,
+                             targets=discover_targets(), strict=not args.skip_impossible,
+                             session_options={"telemetry_hz": None if args.no_telemetry else 10.0})
+        except SweepError as exc:
+            return _fail(_sweep_problem(exc))
+
+        def on_interrupt(*_: Any) -> None:
+            interrupts.append(1)
+            sweep.stop(now=len(interrupts) > 1)
+            print("  … stopping " + ("now" if len(interrupts) > 1 else
+                                      "after this point (Ctrl+C again to stop the current run too)"),
+                  file=sys.stderr, flush=True)
+
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            record = sweep.run()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    finally:
+        writer.close()
+    if as_json:
+        _emit_json(report(record))
+    else:
+        _print_sweep(record, knee_text(record["knee"], record["knee_axis"]))
+    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+
+
+def _sweep_problem(exc) -> str:
+    """The message for a refused sweep: the option at fault, or each impossible point with its reason."""
+    from console.sweep import impossible_lines
+
+    if exc.headline:
+        hint = "\n(--skip-impossible runs the points that can run)" if "cannot run" in exc.headline else ""
+        return f"{exc.headline}:\n  " + "\n  ".join(impossible_lines(exc.impossible)) + hint
+    if not exc.axis:
+        return exc.detail
+    option = exc.axis if exc.axis.startswith("-") else _flag(exc.axis)
+    return f"{option}: {exc.detail}"
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g} ms"
+
+
+def _print_sweep_progress(event: dict[str, Any]) -> None:
+    from console.sweep import format_rate
+
+    kind = event["type"]
+    if kind == "sweep_started":
+        skipped = len(event["impossible"])
+        print(f"sweep {event['sweep_id'][:8]}: {event['total']} points" + (f", {skipped} impossible ones skipped"
+                                                                           if skipped else ""),
+              file=sys.stderr, flush=True)
+    elif kind == "point_started":
+        print(f"  [{event['index'] + 1}/{event['total']}] {event['label'] or 'the point'} …", file=sys.stderr,
+              flush=True)
+    elif kind == "point_finished":
+        r = event["result"]
+        lat = r["latency_ms"]
+        line = (f"  [{event['index'] + 1}/{event['total']}] {r['label'] or 'the point'}: {r['status']}")
+        if r["status"] == "completed":
+            line += (f"  p50 {_ms(lat['p50'])}  p99 {_ms(lat['p99'])}  "
+                     f"{format_rate(r['throughput_per_s'])} samples/s")
+        elif r["message"]:
+            line += f" — {r['message']}"
+        print(line, file=sys.stderr, flush=True)
+
+
+def _print_sweep(record: dict[str, Any], knee_line: str) -> None:
+    from console.sweep import format_rate
+
+    points = record["points"]
+    width = max([len("point")] + [len(p["label"]) for p in points + record.get("skipped", [])])
+    print(f"sweep {record['sweep_id'][:8]}  {record['status']}  {record['name']}".rstrip())
+    print(f"  {'point':{width}}  {'status':10} {'p50 ms':>9} {'p99 ms':>9} {'samples/s':>11}  run")
+    for p in points:
+        lat = p["latency_ms"]
+        print(f"  {p['label']:{width}}  {p['status']:10} {_fmt(lat['p50']):>9} {_fmt(lat['p99']):>9} "
+              f"{format_rate(p['throughput_per_s']):>11}  {(p['run_id'] or '')[:8]}")
+    for p in record.get("skipped", []):
+        print(f"  {p['label']:{width}}  {'skipped':10} {'':>9} {'':>9} {'':>11}  {p['reason']}")
+    failed = [p for p in points if p["status"] == "failed"]
+    for p in failed:
+        print(f"  {p['label']} failed: {p['message']}")
+    if any(p["status"] == "completed" and p["latency_ms"]["p99"] is None for p in points):
+        print("  — : percentile withheld, too few samples back it (a longer --duration gives more)")
+    print(f"  {knee_line}")

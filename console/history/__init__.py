@@ -6,7 +6,14 @@ the CLI and tests all use the same code.
 """
 
 from console.history.errors import HistoryError
-from console.history.schema import FINAL_STATUSES, LATEST_VERSION, MIGRATIONS, RUN_STATUSES, SAMPLE_METHODS
+from console.history.schema import (
+    FINAL_STATUSES,
+    LATEST_VERSION,
+    MIGRATIONS,
+    RUN_STATUSES,
+    SAMPLE_METHODS,
+    SWEEP_STATUSES,
+)
 from console.history.store import INTERRUPTED_ERROR, HistoryStore
 from console.history.writer import HistoryWriter
 
@@ -17,6 +24,7 @@ __all__ = [
     "MIGRATIONS",
     "RUN_STATUSES",
     "SAMPLE_METHODS",
+    "SWEEP_STATUSES",
     "HistoryError",
     "HistoryStore",
     "HistoryWriter",

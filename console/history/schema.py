@@ -19,6 +19,9 @@ Migration = Callable[[Database], None]
 
 RUN_STATUSES = ("running", "completed", "failed", "cancelled", "interrupted")
 FINAL_STATUSES = RUN_STATUSES[1:]
+# A sweep is `partial` when some of its points failed and others completed (the completed ones are kept).
+SWEEP_STATUSES = ("running", "completed", "partial", "failed", "cancelled", "interrupted")
+SWEEP_FINAL_STATUSES = SWEEP_STATUSES[1:]
 SAMPLE_METHODS = ("measured", "integrated", "estimated")
 
 
@@ -50,8 +53,23 @@ def _v1(db: Database) -> None:
     db["samples"].create_index(["run_id", "metric"])
 
 
+def _v2(db: Database) -> None:
+    """sweeps (a grid of runs run as one action); runs.sweep_id and runs.sweep_point tag the runs of a sweep."""
+    db["sweeps"].create(
+        {"sweep_id": str, "host_id": str, "name": str, "status": str, "created_at": str, "ended_at": str,
+         "grid": str, "base": str, "summary": str},
+        pk="sweep_id", not_null={"status", "created_at", "grid"},
+        foreign_keys=[("host_id", "hosts", "host_id")])
+    db["sweeps"].create_index(["created_at"])
+    # ADD COLUMN keeps every existing row (NULL: not part of a sweep); a REFERENCES column must default to NULL.
+    db.execute("ALTER TABLE runs ADD COLUMN sweep_id TEXT REFERENCES sweeps(sweep_id)")
+    db.execute("ALTER TABLE runs ADD COLUMN sweep_point TEXT")
+    db["runs"].create_index(["sweep_id"])
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, _v1),
+    (2, _v2),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 

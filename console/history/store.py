@@ -37,7 +37,8 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_S = 5.0
 INTERRUPTED_ERROR = "the console stopped before this run finished; data up to the last commit is kept"
 MIN_PREFIX = 4
-_JSON_COLUMNS = ("spec", "summary", "environment")
+_JSON_COLUMNS = ("spec", "summary", "environment", "sweep_point")
+_SWEEP_JSON_COLUMNS = ("grid", "base", "summary")
 _SPEC_COLUMNS = ("name", "model", "engine", "target", "scenario")
 
 
@@ -130,6 +131,79 @@ class HistoryStore:
             self._connection.executemany(
                 "INSERT INTO samples (run_id, t_ns, source, metric, value, unit, method) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 records)
+
+    # ---- Sweeps: a grid of runs started as one action; each run is tagged with its sweep and its point
+    def create_sweep(self, name: str, grid: Mapping[str, Any], base: Mapping[str, Any] | None = None,
+                     sweep_id: str | None = None) -> str:
+        """Record a new `running` sweep (grid: the axes and their values, base: the spec every point starts
+        from). Commits."""
+        sweep_id = str(sweep_id or uuid.uuid4().hex)
+        assert self._lock is not None
+        self._lock.hold_shared()  # like a run: a live sweep must not be taken for an interrupted one
+        with self._guard(f"creating sweep {sweep_id}"):
+            try:
+                self._connection.execute(
+                    "INSERT INTO sweeps (sweep_id, host_id, name, status, created_at, grid, base) "
+                    "VALUES (?, ?, ?, 'running', ?, ?, ?)",
+                    [sweep_id, self.host_id, str(name or ""), schema.utc_now(), _dumps(grid, "grid"),
+                     _dumps_or_none(base, "base")])
+            except sqlite3.IntegrityError as exc:
+                raise HistoryError(f"sweep {sweep_id} already exists in {self.path}",
+                                   "leave sweep_id out (a fresh uuid4 is used) or pass a new one.",
+                                   self.path) from exc
+            self._connection.commit()
+        return sweep_id
+
+    def tag_run(self, run_id: str, sweep_id: str, point: Mapping[str, Any]) -> None:
+        """Mark a run as one point of a sweep (point: the grid values it ran with). Commits."""
+        with self._guard(f"tagging run {run_id} with sweep {sweep_id}"):
+            cursor = self._connection.execute("UPDATE runs SET sweep_id = ?, sweep_point = ? WHERE run_id = ?",
+                                              [sweep_id, _dumps(point, "sweep_point"), run_id])
+            self._require_run(cursor, run_id)
+            self._connection.commit()
+
+    def finish_sweep(self, sweep_id: str, status: str, summary: Mapping[str, Any] | None = None) -> None:
+        """Close a sweep with a final status; a None summary keeps what is stored. Commits."""
+        if status not in schema.SWEEP_FINAL_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(schema.SWEEP_FINAL_STATUSES)}, got {status!r}")
+        with self._guard(f"finishing sweep {sweep_id}"):
+            cursor = self._connection.execute(
+                "UPDATE sweeps SET status = ?, ended_at = ?, summary = COALESCE(?, summary) WHERE sweep_id = ?",
+                [status, schema.utc_now(), _dumps_or_none(summary, "summary"), sweep_id])
+            if cursor.rowcount == 0:
+                raise HistoryError(f"there is no sweep {sweep_id} in {self.path}",
+                                   "create it with create_sweep() first (check the sweep id).", self.path)
+            self._connection.commit()
+
+    def list_sweeps(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Sweeps newest first, JSON columns decoded, with `runs` and `completed` (how many of its runs)."""
+        sql = ("SELECT sweeps.*, (SELECT COUNT(*) FROM runs WHERE runs.sweep_id = sweeps.sweep_id) AS runs, "
+               "(SELECT COUNT(*) FROM runs WHERE runs.sweep_id = sweeps.sweep_id AND runs.status = 'completed') "
+               "AS completed FROM sweeps ORDER BY created_at DESC, rowid DESC")
+        params: list[Any] = []
+        if limit is not None:
+            sql, params = sql + " LIMIT ?", [int(limit)]
+        with self._guard("listing sweeps"):
+            return [_decode_sweep(row) for row in _dicts(self._connection.execute(sql, params))]
+
+    def get_sweep(self, sweep_id_or_prefix: str) -> dict[str, Any] | None:
+        """The sweep with this id, or the only one whose id starts with this prefix (≥ 4 chars); None if none."""
+        ref = str(sweep_id_or_prefix).strip()
+        with self._guard("looking up a sweep"):
+            rows = _dicts(self._connection.execute("SELECT * FROM sweeps WHERE sweep_id = ?", [ref]))
+            if not rows and len(ref) >= MIN_PREFIX:
+                rows = _dicts(self._connection.execute(
+                    "SELECT * FROM sweeps WHERE substr(sweep_id, 1, ?) = ? LIMIT 2", [len(ref), ref]))
+        if len(rows) > 1:
+            raise HistoryError(f"sweep id prefix {ref!r} matches several sweeps", "give more characters of the id.",
+                               self.path)
+        return _decode_sweep(rows[0]) if rows else None
+
+    def runs_of_sweep(self, sweep_id: str) -> list[dict[str, Any]]:
+        """The runs of a sweep in the order they ran, JSON columns (sweep_point included) decoded."""
+        with self._guard(f"reading the runs of sweep {sweep_id}"):
+            return [_decode_run(row) for row in _dicts(self._connection.execute(
+                "SELECT * FROM runs WHERE sweep_id = ? ORDER BY started_at, rowid", [sweep_id]))]
 
     def commit(self) -> None:
         with self._guard("committing"):
@@ -282,6 +356,9 @@ class HistoryStore:
         try:
             self._conn.execute("UPDATE runs SET status = 'interrupted', ended_at = ?, error = COALESCE(error, ?) "
                                "WHERE status = 'running'", [schema.utc_now(), INTERRUPTED_ERROR])
+            if "sweeps" in schema.user_tables(self._conn):  # absent only while a test holds the schema back
+                self._conn.execute("UPDATE sweeps SET status = 'interrupted', ended_at = ? WHERE status = 'running'",
+                                   [schema.utc_now()])
             self._conn.commit()
         finally:
             self._lock.release_exclusive()
@@ -400,6 +477,13 @@ def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
 
 def _decode_run(row: dict[str, Any]) -> dict[str, Any]:
     for column in _JSON_COLUMNS:
+        if row.get(column) is not None:
+            row[column] = json.loads(row[column])
+    return row
+
+
+def _decode_sweep(row: dict[str, Any]) -> dict[str, Any]:
+    for column in _SWEEP_JSON_COLUMNS:
         if row.get(column) is not None:
             row[column] = json.loads(row[column])
     return row

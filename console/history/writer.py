@@ -33,7 +33,7 @@ from console.history.store import HistoryStore, json_copy, sample_row
 
 log = logging.getLogger(__name__)
 ErrorHandler = Callable[[HistoryError], None]
-_COMMITTING = frozenset({"create_run", "finish_run", "set_environment"})  # the store commits these itself
+_COMMITTING = frozenset({"create_run", "finish_run", "set_environment", "create_sweep", "tag_run", "finish_sweep"})  # the store commits these itself
 _DRAIN_MAX = 1000  # ops handled between two looks at the commit clock
 
 
@@ -116,6 +116,22 @@ class HistoryWriter(threading.Thread):
 
     def set_environment(self, run_id: str, environment: Mapping[str, Any]) -> None:
         self._put(_Op("set_environment", (run_id, json_copy(environment, "environment"))))
+
+    def create_sweep(self, name: str, grid: Mapping[str, Any], base: Mapping[str, Any] | None = None,
+                     sweep_id: str | None = None) -> str:
+        """Queue a new sweep and return its id (a fresh uuid4 hex when not given)."""
+        sweep_id = sweep_id or uuid.uuid4().hex
+        self._put(_Op("create_sweep", (name, json_copy(grid, "grid"), json_copy(base, "base"), sweep_id)))
+        return sweep_id
+
+    def tag_run(self, run_id: str, sweep_id: str, point: Mapping[str, Any]) -> None:
+        """Queue: mark a run (created before, on this writer) as a point of a sweep."""
+        self._put(_Op("tag_run", (run_id, sweep_id, json_copy(point, "sweep_point"))))
+
+    def finish_sweep(self, sweep_id: str, status: str, summary: Mapping[str, Any] | None = None) -> None:
+        if status not in schema.SWEEP_FINAL_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(schema.SWEEP_FINAL_STATUSES)}, got {status!r}")
+        self._put(_Op("finish_sweep", (sweep_id, status, json_copy(summary, "summary"))))
 
     def flush(self, timeout: float = 10) -> bool:
         """Block until everything queued before this call is committed; False on timeout or a pending failure."""

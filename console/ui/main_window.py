@@ -36,7 +36,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.hub = None
         self.settings = Settings()
         self.tabs = QtWidgets.QTabWidget()
-        for name in ("Run", "History"):
+        for name in ("Run", "History", "Sweeps"):
             placeholder = QtWidgets.QLabel("Loading…")
             placeholder.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
             self.tabs.addTab(placeholder, name)
@@ -47,6 +47,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.status.showMessage(f"Starting… · history {db_path}")
         self.run_page = None
         self.history_page = None
+        self.sweep_page = None
 
     def attach(self, controller: RunController | None, store: HistoryStore | None, startup_error: str = "",
                discover_targets: bool = True, hub: TelemetryHub | None = None) -> None:
@@ -54,13 +55,18 @@ class MainWindow(QtWidgets.QMainWindow):
         from console.ui.background import BackgroundCall
         from console.ui.history_page import HistoryPage
         from console.ui.run_page import RunPage
+        from console.ui.sweep_page import SweepPage
         from console.ui.system_page import SystemPage
 
         self.controller, self.store, self.startup_error, self.hub = controller, store, startup_error, hub
         self.run_page = RunPage()
         self.history_page = HistoryPage(store)
         self.system_page = SystemPage(hub)
-        for position, (page, name) in enumerate(((self.run_page, "Run"), (self.history_page, "History"))):
+        self.sweep_page = SweepPage(store, getattr(controller, "_writer", None), base_values=self._sweep_base,
+                                    targets=lambda: self._targets, session_options=_session_options(controller),
+                                    is_busy=lambda: bool(controller and controller.busy))
+        for position, (page, name) in enumerate(((self.run_page, "Run"), (self.history_page, "History"),
+                                                 (self.sweep_page, "Sweeps"))):
             placeholder = self.tabs.widget(position)
             self.tabs.removeTab(position)
             self.tabs.insertTab(position, page, name)
@@ -83,6 +89,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.run_page.sig_run_requested.connect(self.start_run)
         self.run_page.sig_stop_requested.connect(self.stop_run)
         self.history_page.sig_error.connect(self._show_error)
+        self.sweep_page.sig_error.connect(self._show_error)
+        self.sweep_page.sig_sweep_finished.connect(lambda _record: self.history_page.reload())
+        self.sweep_page.reload()
         if controller is not None:
             controller.sig_event.connect(self.run_page.handle)
             controller.sig_finished.connect(self._run_finished)
@@ -104,6 +113,10 @@ class MainWindow(QtWidgets.QMainWindow):
     def start_run(self, values: dict[str, Any] | None = None) -> str | None:
         """Validate the form and start a run; a bad field is named in a dialog, nothing is spawned."""
         if self.controller is None:
+            return None
+        if self.sweep_page is not None and self.sweep_page.running:
+            self._show_error("A sweep is running on the Sweeps page: stop it first, so the two do not measure each "
+                             "other.", "Sweep in progress")
             return None
         from engines.spec import RunSpec, SpecError, is_model_path
 
@@ -152,6 +165,7 @@ class MainWindow(QtWidgets.QMainWindow):
         view = bar.addMenu("&View")
         self._action(view, "&Run page", "Ctrl+1", lambda: self.tabs.setCurrentIndex(0))
         self._action(view, "&History page", "Ctrl+2", lambda: self.tabs.setCurrentIndex(1))
+        self._action(view, "S&weeps page", "Ctrl+3", lambda: self.tabs.setCurrentIndex(2))
         self._action(view, "&System page", "Ctrl+4", lambda: self.tabs.setCurrentIndex(self.tabs.count() - 1))
         self._action(view, "Re&load history", "F5", lambda: self.history_page and self.history_page.reload())
         help_menu = bar.addMenu("&Help")
@@ -282,6 +296,11 @@ class MainWindow(QtWidgets.QMainWindow):
             text += f": p50 {p50:.3g} ms, {summary['throughput_per_s']:.4g} samples/s"
         self.status.showMessage(text)
 
+    def _sweep_base(self) -> dict[str, Any]:
+        """What a sweep starts from: the Run page's current setup and model inputs."""
+        inputs, input_values = self.run_page.inputs.values()
+        return {**self.run_page.form.values(), "inputs": inputs, "input_values": input_values}
+
     def _show_error(self, message: str, title: str = "Lab Console") -> None:
         box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Warning, title, message,
                                     QtWidgets.QMessageBox.StandardButton.Ok, self)
@@ -297,6 +316,8 @@ class MainWindow(QtWidgets.QMainWindow):
         if self.controller is not None and self.controller.busy:
             self.controller.stop()
             self.controller.wait(10.0)
+        if self.sweep_page is not None:
+            self.sweep_page.shutdown()
         self.settings.save_window(self)
         if self.run_page is not None:
             self.settings.save_tab_index(self.tabs.currentIndex())
@@ -307,3 +328,14 @@ class MainWindow(QtWidgets.QMainWindow):
         if self.hub is not None:
             self.hub.stop()
         super().closeEvent(event)
+
+
+def _session_options(controller: RunController | None) -> dict[str, Any]:
+    """A sweep's runs are measured like the Run page's: same worker entry, telemetry rate and shared hub."""
+    if controller is None:
+        return {}
+    options: dict[str, Any] = {"worker_entry": controller.worker_entry,
+                               "telemetry_hz": getattr(controller, "_telemetry_hz", 10.0)}
+    if getattr(controller, "hub", None) is not None:
+        options["hub"] = controller.hub
+    return options

@@ -210,7 +210,7 @@ def test_wal_mode_synchronous_and_integrity(store, db_path):
 
 def test_schema_version_recorded(store, db_path):
     rows = store.db.execute("SELECT version, applied_at FROM schema_version").fetchall()
-    assert [row[0] for row in rows] == [LATEST_VERSION]
+    assert [row[0] for row in rows] == list(range(1, LATEST_VERSION + 1))  # a new file: every step, in order
     assert set(store.db.table_names()) >= {"schema_version", "hosts", "runs", "latencies", "samples"}
     indexes = {name for (name,) in store.db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert {"idx_runs_started_at", "idx_latencies_run_id", "idx_samples_run_id_metric"} <= indexes
@@ -305,11 +305,12 @@ def test_older_file_gets_missing_migrations_in_one_go(db_path, monkeypatch):
     def v3(db):
         db.execute("ALTER TABLE runs ADD COLUMN verdict TEXT")
 
-    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, (2, v2), (3, v3)])
-    monkeypatch.setattr(schema, "LATEST_VERSION", 3)
+    n = LATEST_VERSION
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, (n + 1, v2), (n + 2, v3)])
+    monkeypatch.setattr(schema, "LATEST_VERSION", n + 2)
     with HistoryStore(db_path) as store:
         versions = [row[0] for row in store.db.execute("SELECT version FROM schema_version ORDER BY version")]
-        assert versions == [1, 2, 3]
+        assert versions == list(range(1, n + 3))
         assert "baselines" in store.db.table_names()
         assert store.get_run(run_id)["verdict"] is None
 
@@ -324,13 +325,14 @@ def test_failed_migration_leaves_the_file_at_its_old_version(db_path, monkeypatc
     def v3(db):
         db.execute("INSERT INTO no_such_table VALUES (1)")
 
-    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, (2, v2), (3, v3)])
-    monkeypatch.setattr(schema, "LATEST_VERSION", 3)
+    n = LATEST_VERSION
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, (n + 1, v2), (n + 2, v3)])
+    monkeypatch.setattr(schema, "LATEST_VERSION", n + 2)
     with pytest.raises(HistoryError):
         HistoryStore(db_path)
     conn = sqlite3.connect(db_path)
     try:
-        assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == 1
+        assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == n
         assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'baselines'").fetchone() is None
     finally:
         conn.close()

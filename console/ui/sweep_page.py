@@ -1,0 +1,423 @@
+"""The Sweeps page: set up a grid, run it point by point on a background thread, read the knee off two charts.
+
+The model and the base setup (engine, target, precision, mode) come from the Run page's current values; the
+fields here say which axes to sweep, comma-separated, and an empty field keeps the Run page's value. The sweep
+runs on a plain thread (console.sweep.SweepRun drives RunSession, which is thread-safe); its events come back to
+the GUI thread through a queued Qt signal. Past sweeps are read back from the history.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from console.history import HistoryError
+from console.sweep import (
+    SweepError,
+    SweepGrid,
+    SweepRun,
+    analyse,
+    chart_data,
+    format_rate,
+    impossible_lines,
+    knee_text,
+    record_from_history,
+    supports_qps,
+)
+from widgets import theme
+from widgets.sweep_chart import SweepChart
+
+POINT_COLUMNS = ("Point", "Status", "p50 (ms)", "p99 (ms)", "Throughput (samples/s)", "Run / reason")
+_FIELDS = (("batch", "Batch sizes", "1,2,4,8", "e.g. 1,2,4,8"),
+           ("threads", "Threads", "", "engine default; e.g. 1,2,4"),
+           ("precision", "Precisions", "", "Run page's; e.g. fp32,bf16"),
+           ("engine", "Engines", "", "Run page's; e.g. torch,onnxruntime"),
+           ("target", "Targets", "", "Run page's; e.g. cpu,cuda:0"),
+           ("qps", "Request rates (queries/s)", "", "server scenario; e.g. 10,20,40"))
+_STATUS_TEXT = {"running": "running…", "queued": "queued"}
+
+
+class SweepPage(QtWidgets.QWidget):
+    """Grid form, progress and past sweeps on the left; charts, knee and points table on the right."""
+
+    sig_error = QtCore.Signal(str)
+    sig_sweep_finished = QtCore.Signal(object)  # the sweep record
+    sig_running = QtCore.Signal(bool)
+    _relay = QtCore.Signal(object)  # emitted on the sweep's thread, delivered queued on the GUI thread
+
+    # ---- Public API
+    def __init__(self, store=None, writer=None, base_values: Callable[[], dict[str, Any]] | None = None,
+                 targets: Callable[[], list[dict[str, Any]]] | None = None,
+                 session_options: dict[str, Any] | None = None, is_busy: Callable[[], bool] | None = None,
+                 parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._store, self._writer = store, writer
+        self._base_values = base_values or (lambda: {})
+        self._targets = targets or (lambda: [])
+        self.session_options = dict(session_options or {})
+        self._is_busy = is_busy or (lambda: False)
+        self._sweep: SweepRun | None = None
+        self._thread: threading.Thread | None = None
+        self._stop_clicks = 0
+        self._points: list[dict[str, Any]] = []
+        self._skipped: list[dict[str, Any]] = []
+        self.record: dict[str, Any] | None = None
+        self._relay.connect(self._deliver, QtCore.Qt.ConnectionType.QueuedConnection)
+        self._build()
+        self.set_running(False)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def field(self, axis: str) -> QtWidgets.QLineEdit:
+        return self._fields[axis]
+
+    def set_fields(self, **texts: str) -> None:
+        for axis, text in texts.items():
+            self._fields[axis].setText(text)
+
+    def start_sweep(self) -> bool:
+        """Validate the grid (every point, before anything runs) and start it on a thread; False if refused."""
+        if self.running:
+            return False
+        if self._writer is None:
+            self._refuse("The history is not available, so a sweep cannot be recorded.")
+            return False
+        if self._is_busy():
+            self._refuse("A run is in progress on the Run page: let it finish (or stop it) first, so the two "
+                         "do not measure each other.")
+            return False
+        try:
+            grid = SweepGrid.parse(**{axis: (edit.text().strip() or None) for axis, edit in self._fields.items()})
+            base = self._base()
+            sweep = SweepRun(base, grid, self._writer, name=self.name_edit.text().strip(), on_point=self._relay.emit,
+                             targets=self._targets() or None, strict=False, session_options=self.session_options)
+        except SweepError as exc:
+            if exc.headline:
+                self._refuse(f"{exc.headline}:\n" + "\n".join(impossible_lines(exc.impossible)))
+            else:
+                self._refuse(f"The sweep was not started — {exc}")
+            return False
+        self._sweep, self._stop_clicks = sweep, 0
+        self._error.hide()
+        self._thread = threading.Thread(target=self._run, args=(sweep,), name="sweep", daemon=True)
+        self.set_running(True)
+        self._thread.start()
+        return True
+
+    def stop_sweep(self) -> None:
+        """First Stop: after the current point. Second: the current run too (what it measured is kept)."""
+        if self._sweep is None or not self.running:
+            return
+        self._stop_clicks += 1
+        self._sweep.stop(now=self._stop_clicks > 1)
+        self.stop_button.setText("Stop now")
+        self.progress_label.setText(self.progress_label.text().split(" — stopping")[0] +
+                                    (" — stopping now…" if self._stop_clicks > 1 else
+                                     " — stopping after this point (Stop again: now)"))
+
+    def shutdown(self, timeout: float = 15.0) -> None:
+        """The window is closing: stop at once and wait for the current run to end and be stored."""
+        if self.running and self._sweep is not None:
+            self._sweep.stop(now=True)
+            self._thread.join(timeout)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the sweep's thread ends (tests); True when it did."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.running
+
+    def set_running(self, running: bool) -> None:
+        self.run_button.setEnabled(not running)
+        self.stop_button.setEnabled(running)
+        self.stop_button.setText("Stop")
+        for edit in (*self._fields.values(), self.name_edit, self.duration):
+            edit.setEnabled(not running)
+        if not supports_qps():
+            self._fields["qps"].setEnabled(False)
+        self.sweeps_list.setEnabled(not running)
+        self.sig_running.emit(running)
+
+    def reload(self) -> None:
+        """Refill the list of past sweeps from the history."""
+        if self._store is None:
+            return
+        try:
+            sweeps = self._store.list_sweeps(limit=200)
+        except HistoryError as exc:
+            self.sig_error.emit(str(exc))
+            return
+        self.sweeps_list.blockSignals(True)
+        self.sweeps_list.clear()
+        for sweep in sweeps:
+            name = f" · {sweep['name']}" if sweep.get("name") else ""
+            axes = "; ".join(f"{axis} {','.join('default' if v is None else str(v) for v in values)}"
+                             for axis, values in (sweep.get("grid") or {}).items())
+            model = (sweep.get("base") or {}).get("model", "")
+            text = (f"{_local(sweep['created_at'])}{name}\n{sweep['status']} · {sweep['completed']}/{sweep['runs']} "
+                    f"runs · {model}\n{axes}")
+            item = QtWidgets.QListWidgetItem(text)
+            item.setData(QtCore.Qt.ItemDataRole.UserRole, sweep["sweep_id"])
+            item.setToolTip(f"sweep {sweep['sweep_id']}")
+            item.setForeground(QtGui.QColor(theme.STATUS_COLORS.get(sweep["status"], theme.FOREGROUND)
+                                            if sweep["status"] != "completed" else theme.FOREGROUND))
+            self.sweeps_list.addItem(item)
+        self.sweeps_list.blockSignals(False)
+
+    def open_sweep(self, sweep_id: str) -> dict[str, Any] | None:
+        """Read a past sweep back from the history and show it."""
+        if self._store is None:
+            return None
+        try:
+            sweep = self._store.get_sweep(sweep_id)
+            runs = self._store.runs_of_sweep(sweep_id) if sweep else []
+        except HistoryError as exc:
+            self.sig_error.emit(str(exc))
+            return None
+        if sweep is None:
+            self.sig_error.emit(f"sweep {sweep_id} is no longer in the history database")
+            return None
+        record = record_from_history(sweep, runs)
+        self.show_record(record)
+        return record
+
+    def show_record(self, record: dict[str, Any]) -> None:
+        """Show a sweep (finished, partial or read from history): table, charts, knee."""
+        self.record = record
+        self._points = list(record["points"])
+        self._fill_table(self._points, record.get("skipped", []))
+        self.chart.set_data(chart_data(record))
+        name = f" “{record['name']}”" if record.get("name") else ""
+        self.knee_label.setText(f"Sweep {record['sweep_id'][:8]}{name} — {record['status']}. "
+                                f"{knee_text(record.get('knee'), record.get('knee_axis'))[:1].upper()}"
+                                f"{knee_text(record.get('knee'), record.get('knee_axis'))[1:]}.")
+        self.knee_label.setToolTip(record.get("knee_rule", ""))
+
+    # ---- Private API
+    def _build(self) -> None:
+        self.model_label = QtWidgets.QLabel()
+        self.model_label.setWordWrap(True)
+        self.model_label.setFont(theme.font(theme.BASE_PT))
+        form = QtWidgets.QFormLayout()
+        self._fields: dict[str, QtWidgets.QLineEdit] = {}
+        for axis, label, default, hint in _FIELDS:
+            edit = QtWidgets.QLineEdit(default)
+            edit.setPlaceholderText(hint)
+            edit.setObjectName(f"sweep_{axis}")
+            edit.returnPressed.connect(self.start_sweep)
+            self._fields[axis] = edit
+            form.addRow(label, edit)
+        if not supports_qps():
+            self._fields["qps"].setToolTip("needs the server scenario, which this build does not have yet")
+        self.duration = QtWidgets.QDoubleSpinBox()
+        self.duration.setRange(0.1, 3600.0)
+        self.duration.setDecimals(1)
+        self.duration.setValue(2.0)
+        self.duration.setSuffix(" s")
+        form.addRow("Duration per point", self.duration)
+        self.name_edit = QtWidgets.QLineEdit()
+        self.name_edit.setPlaceholderText("optional")
+        form.addRow("Name", self.name_edit)
+        self.run_button = QtWidgets.QPushButton("Run sweep")
+        self.stop_button = QtWidgets.QPushButton("Stop")
+        self.run_button.clicked.connect(self.start_sweep)
+        self.stop_button.clicked.connect(self.stop_sweep)
+        buttons = QtWidgets.QHBoxLayout()
+        buttons.addWidget(self.run_button)
+        buttons.addWidget(self.stop_button)
+        self._error = QtWidgets.QLabel()
+        self._error.setWordWrap(True)
+        self._error.setStyleSheet(f"color: {theme.STATUS_COLORS['failed']};")
+        self._error.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._error.hide()
+        self.progress = QtWidgets.QProgressBar()
+        self.progress.setFormat("point %v of %m")
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.hide()  # until a sweep runs
+        self.progress_label = QtWidgets.QLabel("No sweep running.")
+        self.progress_label.setWordWrap(True)
+        self.sweeps_list = QtWidgets.QListWidget()
+        self.sweeps_list.setObjectName("past_sweeps")
+        self.sweeps_list.setWordWrap(True)
+        self.sweeps_list.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.sweeps_list.setAlternatingRowColors(True)
+        self.sweeps_list.currentItemChanged.connect(self._picked)
+
+        left = QtWidgets.QWidget()
+        left_layout = QtWidgets.QVBoxLayout(left)
+        title = QtWidgets.QLabel("Sweep")
+        title.setFont(theme.font(theme.TITLE_PT, bold=True))
+        left_layout.addWidget(title)
+        left_layout.addWidget(self.model_label)
+        left_layout.addLayout(form)
+        left_layout.addLayout(buttons)
+        left_layout.addWidget(self._error)
+        left_layout.addWidget(self.progress)
+        left_layout.addWidget(self.progress_label)
+        past = QtWidgets.QLabel("Past sweeps")
+        past.setFont(theme.font(theme.AXIS_LABEL_PT, bold=True))
+        left_layout.addWidget(past)
+        left_layout.addWidget(self.sweeps_list, 1)
+        left.setMinimumWidth(340)
+        left.setMaximumWidth(440)
+
+        self.chart = SweepChart()
+        self.knee_label = QtWidgets.QLabel("")
+        self.knee_label.setWordWrap(True)
+        self.knee_label.setFont(theme.font(theme.AXIS_LABEL_PT, bold=True))
+        self.table = QtWidgets.QTableWidget(0, len(POINT_COLUMNS))
+        self.table.setHorizontalHeaderLabels(POINT_COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        header = self.table.horizontalHeader()
+        for column in range(len(POINT_COLUMNS) - 1):
+            header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        lower = QtWidgets.QWidget()
+        lower_layout = QtWidgets.QVBoxLayout(lower)
+        lower_layout.setContentsMargins(0, 0, 0, 0)
+        lower_layout.addWidget(self.knee_label)
+        lower_layout.addWidget(self.table, 1)
+        right = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        right.addWidget(self.chart)
+        right.addWidget(lower)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
+        right.setSizes([520, 340])
+
+        splitter = QtWidgets.QSplitter()
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 1)
+        layout = QtWidgets.QHBoxLayout(self)
+        layout.addWidget(splitter)
+        self._show_base()
+
+    def _base(self) -> dict[str, Any]:
+        """The Run page's setup, with this page's duration: what every point starts from."""
+        values = self._base_values() or {}
+        base: dict[str, Any] = {"model": values.get("model") or "mlp", "duration_s": float(self.duration.value()),
+                                "warmup_s": 0.5, "name": self.name_edit.text().strip()}
+        for key in ("engine", "target", "precision", "mode", "batch", "threads"):
+            if values.get(key) not in (None, ""):
+                base[key] = values[key]
+        if values.get("inputs"):
+            base["inputs"] = values["inputs"]
+        if self._fields["qps"].text().strip():
+            base["scenario"] = "server"
+        return base
+
+    def _show_base(self) -> None:
+        values = self._base_values() or {}
+        parts = [str(values.get(k)) for k in ("model", "engine", "target", "precision") if values.get(k)]
+        self.model_label.setText("From the Run page: " + (" · ".join(parts) if parts else "mlp (default)") +
+                                 ". Empty fields keep its values.")
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 — Qt override
+        self._show_base()
+        super().showEvent(event)
+
+    def _refuse(self, message: str) -> None:
+        self._error.setText(message)
+        self._error.show()
+
+    def _run(self, sweep: SweepRun) -> None:
+        try:
+            sweep.run()
+        except Exception as exc:  # noqa: BLE001 — reported on the page, never lost on a thread
+            self._relay.emit({"type": "sweep_error", "message": f"{type(exc).__name__}: {exc}"})
+
+    def _deliver(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        if kind == "sweep_started":
+            self._planned = event
+            self._points = [{**p, "status": "queued", "run_id": None, "message": "", "throughput_per_s": None,
+                             "latency_ms": {"p50": None, "p99": None}, "valid": False} for p in event["points"]]
+            self.progress.setRange(0, event["total"])
+            self.progress.setValue(0)
+            self.progress.show()
+            self.progress_label.setText(f"Sweep {event['sweep_id'][:8]}: {event['total']} points" +
+                                        (f", {len(event['impossible'])} impossible ones skipped"
+                                         if event["impossible"] else ""))
+            self._skipped = [{**p, "status": "skipped"} for p in event["impossible"]]
+            self._fill_table(self._points, self._skipped)
+            self.chart.clear()
+            self.knee_label.setText("")
+        elif kind == "point_started":
+            self._points[event["index"]].update(status="running", run_id=event["run_id"])
+            self.progress_label.setText(f"Point {event['index'] + 1} of {event['total']}: "
+                                        f"{event['label'] or 'the point'}")
+            self._fill_table(self._points, self._skipped)
+        elif kind == "point_finished":
+            self._points[event["index"]] = event["result"]
+            self.progress.setValue(event["index"] + 1)
+            self._fill_table(self._points, self._skipped)
+            partial = {"points": self._points, "varying": self._sweep.grid.varying() if self._sweep else None,
+                       "base": self._sweep.base if self._sweep else {}}
+            partial.update(analyse(self._points, partial["varying"]))
+            self.chart.set_data(chart_data(partial))
+        elif kind == "sweep_finished":
+            record = event["record"]
+            self.progress.setValue(self.progress.maximum())
+            self.progress_label.setText(f"Sweep {record['sweep_id'][:8]} {record['status']}.")
+            self.show_record(record)
+            self._finish()
+            self.reload()
+            self.sig_sweep_finished.emit(record)
+        elif kind == "sweep_error":
+            self._refuse(f"The sweep stopped: {event['message']}")
+            self._finish()
+            self.reload()
+
+    def _finish(self) -> None:
+        if self._thread is not None:
+            self._thread.join(5.0)
+        self.set_running(False)
+
+    def _picked(self, item: QtWidgets.QListWidgetItem | None, _previous=None) -> None:
+        if item is not None and not self.running:
+            self.open_sweep(item.data(QtCore.Qt.ItemDataRole.UserRole))
+
+    def _fill_table(self, points: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> None:
+        rows = list(points) + list(skipped)
+        self.table.setRowCount(len(rows))
+        for row, p in enumerate(rows):
+            lat = p.get("latency_ms") or {}
+            status = p.get("status", "")
+            detail = p.get("reason") or p.get("message") or (p.get("run_id") or "")[:8]
+            if status == "completed" and p.get("run_id"):
+                detail = p["run_id"][:8] + (f" — {p['message']}" if p.get("message") else "")
+            cells = (p.get("label") or "the point", _STATUS_TEXT.get(status, status), _ms(lat.get("p50")),
+                     _ms(lat.get("p99")), format_rate(p.get("throughput_per_s")), detail)
+            for column, text in enumerate(cells):
+                item = QtWidgets.QTableWidgetItem(text)
+                if 2 <= column <= 4:
+                    item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+                if column == 1:
+                    item.setForeground(QtGui.QColor(theme.STATUS_COLORS.get(status, theme.MUTED)))
+                if column in (2, 3) and status == "completed" and text == "—":
+                    item.setToolTip("withheld: too few samples back this percentile (a longer duration gives more)")
+                if column == 5:
+                    item.setToolTip(p.get("reason") or p.get("message") or p.get("run_id") or "")
+                self.table.setItem(row, column, item)
+
+
+def _local(iso: str) -> str:
+    """Stored UTC → local 'YYYY-MM-DD HH:MM'."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone().strftime("%Y-%m-%d %H:%M")
+    except (AttributeError, ValueError):
+        return str(iso)
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
