@@ -73,6 +73,12 @@ class MainWindow(QtWidgets.QMainWindow):
             placeholder.deleteLater()
         self.tabs.addTab(self.system_page, "System")
         self.tabs.setCurrentIndex(self.settings.tab_index())
+        self._discovery = BackgroundCall(self)
+        self._discovery.sig_done.connect(self._set_targets)
+        self._discovery.sig_failed.connect(lambda text: self.status.showMessage(f"Target discovery failed: {text}"))
+        self._inspection = BackgroundCall(self)
+        self._inspection.sig_done.connect(self._show_model_inputs)
+        self._inspection.sig_failed.connect(self._model_unreadable)
         self._targets: list[dict[str, Any]] = []
         self._model_files: list[str] = self.settings.model_files()
         self._updating_choices = False
@@ -100,12 +106,6 @@ class MainWindow(QtWidgets.QMainWindow):
             self.run_page.form.setEnabled(False)
             self.run_page.progress.finish("failed", startup_error)
             QtCore.QTimer.singleShot(0, lambda: self._show_error(startup_error, "History database problem"))
-        self._discovery = BackgroundCall(self)
-        self._discovery.sig_done.connect(self._set_targets)
-        self._discovery.sig_failed.connect(lambda text: self.status.showMessage(f"Target discovery failed: {text}"))
-        self._inspection = BackgroundCall(self)
-        self._inspection.sig_done.connect(self._show_model_inputs)
-        self._inspection.sig_failed.connect(self._model_unreadable)
         if discover_targets:
             self.refresh_targets(refresh=False)
         self._inspect_current_model()
