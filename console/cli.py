@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--target", default="cpu", help="cpu | cuda:N | mps (`labconsole targets`)")
     run.add_argument("--precision", default="fp32", help="fp32 | fp16 | bf16 | int8")
     run.add_argument("--mode", default="inference", help="inference | training (forward, backward, optimizer step)")
-    run.add_argument("--scenario", default="single-stream", help="single-stream | generate (decoder models)")
+    run.add_argument("--scenario", default="single-stream",
+                     help="single-stream | offline | server | multi-stream | generate (decoder models)")
     run.add_argument("--batch", type=int, default=1)
     run.add_argument("--duration", type=float, default=5.0, help="measurement seconds (default 5)")
     run.add_argument("--iterations", type=int, default=None, help="measure exactly N iterations instead")
@@ -58,6 +59,26 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--opset", type=int, default=18, help="ONNX opset for exported catalog models")
     run.add_argument("--prompt-tokens", type=int, default=32, help="generate: prompt length")
     run.add_argument("--output-tokens", type=int, default=32, help="generate: tokens to generate")
+    run.add_argument("--qps", type=float, default=None, metavar="RATE",
+                     help="server: Poisson arrival rate (queries/s); multi-stream: queries/s at a fixed cadence "
+                          "(default 20 = every 50 ms)")
+    run.add_argument("--latency-bound-ms", type=float, default=None, metavar="MS",
+                     help="server: p99 bound for --find-peak (otherwise reported as met or not)")
+    run.add_argument("--find-peak", action="store_true",
+                     help="server: search for the highest rate whose p99 stays under --latency-bound-ms")
+    run.add_argument("--concurrency", type=int, default=None, metavar="N",
+                     help="offline: threads calling the model at once (default 1)")
+    run.add_argument("--streams", type=int, default=None, metavar="N",
+                     help="multi-stream: samples per query (default 8; --batch N serves a query in one call)")
+    run.add_argument("--samples-per-query", type=int, default=None, metavar="N",
+                     help="offline: one query of N samples; the run ends when it is done")
+    run.add_argument("--max-queries", type=int, default=None, metavar="N",
+                     help="offline, server, multi-stream: stop after N queries even before --duration")
+    run.add_argument("--warmup-until-stable", action="store_true",
+                     help="warm up until the last three 100-ms windows agree within 10%% (instead of --warmup "
+                          "seconds), at most --warmup-cap seconds")
+    run.add_argument("--warmup-cap", type=float, default=None, metavar="S",
+                     help="with --warmup-until-stable: the most warm-up seconds (default 30)")
     run.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
 
     history = sub.add_parser("history", parents=[common], help="list stored runs, newest first")
@@ -190,7 +211,13 @@ _FLAGS = {"duration_s": "--duration", "warmup_s": "--warmup", "model_params": "-
           "ort.provider": "--provider", "ort.provider_options": "--provider-option",
           "ort.graph_optimization": "--graph-opt", "ort.inter_op_threads": "--inter-threads",
           "ort.execution_mode": "--execution-mode", "ort.opset": "--opset",
-          "generation.prompt_tokens": "--prompt-tokens", "generation.output_tokens": "--output-tokens"}
+          "generation.prompt_tokens": "--prompt-tokens", "generation.output_tokens": "--output-tokens",
+          "scenario_options.qps": "--qps", "scenario_options.latency_bound_ms": "--latency-bound-ms",
+          "scenario_options.find_peak": "--find-peak", "scenario_options.concurrency": "--concurrency",
+          "scenario_options.streams": "--streams", "scenario_options.samples_per_query": "--samples-per-query",
+          "scenario_options.max_queries": "--max-queries",
+          "scenario_options.warmup_until_stable": "--warmup-until-stable",
+          "scenario_options.warmup_cap_s": "--warmup-cap"}
 
 
 def _flag(field: str) -> str:
@@ -250,6 +277,11 @@ def _spec_from_args(args):
                     "inter_op_threads": args.inter_threads, "execution_mode": args.execution_mode,
                     "opset": args.opset},
             "generation": {"prompt_tokens": args.prompt_tokens, "output_tokens": args.output_tokens},
+            "scenario_options": {"qps": args.qps, "latency_bound_ms": args.latency_bound_ms,
+                                 "find_peak": args.find_peak, "concurrency": args.concurrency,
+                                 "streams": args.streams, "samples_per_query": args.samples_per_query,
+                                 "max_queries": args.max_queries, "warmup_until_stable": args.warmup_until_stable,
+                                 "warmup_cap_s": args.warmup_cap},
         })
         return spec.validate()
     except SpecError as exc:

@@ -73,6 +73,52 @@ class GenerationOptions:
 
 
 @dataclass
+class ScenarioOptions:
+    """Options of the load scenarios (offline, server, multi-stream) and of warm-up; None = the scenario's default.
+
+    qps: server — the Poisson arrival rate (required unless find_peak; with find_peak, where the search
+        starts); multi-stream — queries per second at a fixed cadence (default 20, a 50 ms interval).
+    latency_bound_ms: server — the p99 bound find_peak searches under (plain server runs report whether p99
+        met it).
+    find_peak: server — search for the highest rate whose p99 stays under latency_bound_ms.
+    concurrency: offline — threads calling the model at once (default 1).
+    streams: multi-stream — samples per query (default 8), served as streams / batch calls of `batch`.
+    samples_per_query: offline — the one offline query's size: the run ends when that many samples are done.
+    max_queries: offline, server, multi-stream — stop after this many queries even before duration_s.
+    warmup_until_stable: warm up until the last three 100-ms windows agree within 10% (instead of warmup_s),
+        at most warmup_cap_s (default 30 s).
+    """
+
+    qps: float | None = None
+    latency_bound_ms: float | None = None
+    find_peak: bool = False
+    concurrency: int | None = None
+    streams: int | None = None
+    samples_per_query: int | None = None
+    max_queries: int | None = None
+    warmup_until_stable: bool = False
+    warmup_cap_s: float | None = None
+
+
+# Which scenarios take each option (given for another → a SpecError naming the ones that do).
+_LOAD_SCENARIOS = ("offline", "server", "multi-stream")
+SCENARIO_OPTION_USERS: dict[str, tuple[str, ...]] = {
+    "qps": ("server", "multi-stream"),
+    "latency_bound_ms": ("server",),
+    "find_peak": ("server",),
+    "concurrency": ("offline",),
+    "streams": ("multi-stream",),
+    "samples_per_query": ("offline",),
+    "max_queries": _LOAD_SCENARIOS,
+    "warmup_until_stable": ("single-stream", *_LOAD_SCENARIOS),
+    "warmup_cap_s": ("single-stream", *_LOAD_SCENARIOS),
+}
+MAX_QPS = 1_000_000
+DEFAULT_STREAMS = 8  # multi-stream samples per query (MLPerf's original multi-stream)
+DEFAULT_MULTI_STREAM_QPS = 20.0  # a query every 50 ms
+
+
+@dataclass
 class RunSpec:
     model: str = "mlp"  # a catalog name, or a path to a model file (.onnx, .pt2, .pt, .jit)
     engine: str = "torch"
@@ -92,6 +138,7 @@ class RunSpec:
     torch: TorchOptions = field(default_factory=TorchOptions)
     ort: OrtOptions = field(default_factory=OrtOptions)
     generation: GenerationOptions = field(default_factory=GenerationOptions)
+    scenario_options: ScenarioOptions = field(default_factory=ScenarioOptions)
     limits: RunLimits = field(default_factory=RunLimits)
     version: int = SPEC_VERSION
 
@@ -133,6 +180,7 @@ class RunSpec:
         self._validate_engine_options()
         _positive_int("generation.prompt_tokens", self.generation.prompt_tokens, upper=1_000_000)
         _positive_int("generation.output_tokens", self.generation.output_tokens, upper=1_000_000)
+        self._validate_scenario_options()
         _positive_number("limits.load_timeout_s", self.limits.load_timeout_s, upper=86400)
         _positive_number("limits.stall_timeout_s", self.limits.stall_timeout_s, upper=86400)
         return self
@@ -191,6 +239,59 @@ class RunSpec:
             if not _is_number(value):
                 raise SpecError(f"input_values.{name}", f"must be a number, got {value!r}")
 
+    def _validate_scenario_options(self) -> None:
+        options, scenario = self.scenario_options, self.scenario
+        defaults = ScenarioOptions()
+        for name, users in SCENARIO_OPTION_USERS.items():
+            if getattr(options, name) != getattr(defaults, name) and scenario not in users:
+                takes = f"scenario {users[0]}" if len(users) == 1 else \
+                    f"the {', '.join(users[:-1])} and {users[-1]} scenarios"
+                raise SpecError(f"scenario_options.{name}", f"scenario {scenario} does not use it; it applies to "
+                                                            f"{takes}")
+        for name in ("find_peak", "warmup_until_stable"):
+            if not isinstance(getattr(options, name), bool):
+                raise SpecError(f"scenario_options.{name}", f"must be true or false, got {getattr(options, name)!r}")
+        if options.qps is not None and (not _is_number(options.qps) or not 0 < options.qps <= MAX_QPS):
+            raise SpecError("scenario_options.qps", f"a rate in queries per second, > 0 and ≤ {MAX_QPS:,}; "
+                                                    f"got {options.qps!r}")
+        if options.latency_bound_ms is not None:
+            _positive_number("scenario_options.latency_bound_ms", options.latency_bound_ms, upper=3_600_000)
+        if options.concurrency is not None:
+            _positive_int("scenario_options.concurrency", options.concurrency, upper=256)
+        if options.streams is not None:
+            _positive_int("scenario_options.streams", options.streams, upper=65536)
+        streams = options.streams or DEFAULT_STREAMS
+        if scenario == "multi-stream" and streams % self.batch:
+            divisors = [d for d in range(1, streams + 1) if streams % d == 0]
+            raise SpecError("scenario_options.streams" if options.streams else "batch",
+                            f"a multi-stream query of {streams} samples is served in calls of batch {self.batch}, "
+                            f"which does not divide it; use a batch of {', '.join(map(str, divisors[-6:]))} "
+                            f"(batch {streams}: one call a query) or another number of streams")
+        if options.samples_per_query is not None:
+            _positive_int("scenario_options.samples_per_query", options.samples_per_query, upper=10**9)
+            if self.iterations is not None:
+                raise SpecError("scenario_options.samples_per_query", "give either iterations or samples_per_query "
+                                "(both say when an offline run ends)")
+        if options.max_queries is not None:
+            _positive_int("scenario_options.max_queries", options.max_queries, upper=10**9)
+        if options.warmup_cap_s is not None:
+            _positive_number("scenario_options.warmup_cap_s", options.warmup_cap_s, upper=3600)
+            if not options.warmup_until_stable:
+                raise SpecError("scenario_options.warmup_cap_s", "caps a warm-up until stable; turn on "
+                                "warmup_until_stable too, or set warmup_s for a fixed warm-up")
+        if scenario == "server":
+            if options.find_peak and options.latency_bound_ms is None:
+                raise SpecError("scenario_options.latency_bound_ms", "find_peak searches for the highest rate whose "
+                                "p99 stays under a bound: give the bound in milliseconds")
+            if not options.find_peak and options.qps is None:
+                raise SpecError("scenario_options.qps", "scenario server needs a target rate (queries per second), "
+                                "or find_peak with a latency bound")
+        if scenario in _LOAD_SCENARIOS and self.mode != "inference" and (
+                scenario != "offline" or (options.concurrency or 1) > 1):
+            raise SpecError("mode", f"scenario {scenario} measures inference" +
+                            (" when concurrency > 1 (training steps on one model cannot overlap)"
+                             if scenario == "offline" else "") + "; use mode inference")
+
     def _validate_engine_options(self) -> None:
         if self.torch.compile is not None:
             _choice("torch.compile", self.torch.compile, list(COMPILE_MODES))
@@ -226,7 +327,7 @@ def _from_dict(cls, data: Any, prefix: str):
 
 
 _NESTED = {(RunSpec, "limits"): RunLimits, (RunSpec, "torch"): TorchOptions, (RunSpec, "ort"): OrtOptions,
-           (RunSpec, "generation"): GenerationOptions}
+           (RunSpec, "generation"): GenerationOptions, (RunSpec, "scenario_options"): ScenarioOptions}
 
 
 def _is_number(value: Any) -> bool:

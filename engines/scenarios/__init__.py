@@ -11,6 +11,9 @@ from types import ModuleType
 MODULES: dict[str, str] = {
     "single-stream": "engines.scenarios.single_stream",
     "generate": "engines.scenarios.generate",
+    "offline": "engines.scenarios.offline",
+    "server": "engines.scenarios.server",
+    "multi-stream": "engines.scenarios.multi_stream",
 }
 
 

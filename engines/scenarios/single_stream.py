@@ -1,7 +1,8 @@
 """Single-stream: one query at a time, back to back — the latency a single user sees.
 
-Warm-up runs for `warmup_s` (results not kept), then measurement runs until `duration_s` or
-`iterations`. Each iteration is one perf_counter_ns pair written into a preallocated buffer; the
+Warm-up runs for `warmup_s` (results not kept; or, with `scenario_options.warmup_until_stable`, until the
+last three 100-ms windows agree within 10%, capped — see `_timing.warm_up`), then measurement runs until
+`duration_s` or `iterations`. Each iteration is one perf_counter_ns pair written into a preallocated buffer; the
 buffer is shipped in batches about every 100 ms, so the hot loop never builds a message per
 iteration. Cancel is checked between iterations.
 """
@@ -15,32 +16,16 @@ from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
+from engines.scenarios import _timing
+from engines.scenarios._timing import CHUNK, FLUSH_NS
 from engines.spec import RunSpec
-
-FLUSH_NS = 100_000_000  # ship latencies about every 100 ms
-CHUNK = 4096  # preallocated slots; a chunk is shipped early if it fills before 100 ms
 
 
 def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None],
         cancelled: Callable[[], bool]) -> dict[str, Any]:
     """Warm up, measure, and return the fields of the `result` event."""
     clock = time.perf_counter_ns
-    emit(protocol.make("phase", phase="warmup", t_ns=clock()))
-    t0 = clock()
-    model.infer()
-    first_inference_ms = (clock() - t0) / 1e6
-    warmup_iterations = 1
-    warmup_end = t0 + int(spec.warmup_s * 1e9)
-    next_report = clock() + FLUSH_NS
-    while clock() < warmup_end and not cancelled():
-        model.infer()
-        warmup_iterations += 1
-        now = clock()
-        if now >= next_report:
-            fraction = min(1.0, (now - t0) / max(1, warmup_end - t0))
-            emit(protocol.make("progress", phase="warmup", fraction=fraction, iterations=warmup_iterations,
-                               elapsed_s=(now - t0) / 1e9))
-            next_report = now + FLUSH_NS
+    warmup = _timing.warm_up(model.infer, spec, emit, cancelled, clock)
 
     emit(protocol.make("phase", phase="measuring", t_ns=clock()))
     starts = array("q", bytes(8 * CHUNK))
@@ -66,7 +51,7 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
         else:
             done = end >= deadline
         if done or filled == CHUNK or end >= next_flush:
-            emit(protocol.make("latencies", t_ns=starts[:filled].tolist(), latency_ns=durations[:filled].tolist()))
+            _timing.ship_arrays(emit, starts, durations, filled)
             filled = 0
             fraction = count / limit_iterations if limit_iterations else (end - begin) / duration_ns
             emit(protocol.make("progress", phase="measuring", fraction=min(1.0, fraction), iterations=count,
@@ -76,11 +61,12 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
             break
     measured_end = clock()
     if filled:
-        emit(protocol.make("latencies", t_ns=starts[:filled].tolist(), latency_ns=durations[:filled].tolist()))
+        _timing.ship_arrays(emit, starts, durations, filled)
     return {
         "iterations": count,
         "measured_s": (measured_end - begin) / 1e9,
-        "warmup_iterations": warmup_iterations,
-        "first_inference_ms": first_inference_ms,
+        "warmup_iterations": warmup.iterations,
+        "first_inference_ms": warmup.first_inference_ms,
         "batch": spec.batch,
+        **warmup.result_fields(),
     }

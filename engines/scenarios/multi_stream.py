@@ -1,0 +1,117 @@
+"""Multi-stream: at a fixed cadence, a query of N samples (N streams, e.g. N cameras), latency per query.
+
+Every interval (1 / `scenario_options.qps`, default 20 per second = 50 ms) a query of `streams` samples
+(default 8) is issued; it is served as `streams / batch` calls of `infer` back to back (`--batch N` serves it
+in one call). A query's latency is its completion − its scheduled tick, so a late start counts. A query
+still running when the next tick comes makes that tick (and any after it) a *missed interval*: nothing is
+issued for it, and the next query waits for the first tick after completion — as MLPerf's original
+multi-stream did. The run ends after `duration_s` of ticks, exactly `iterations` queries, or `max_queries`.
+
+Each `latencies` entry is one query of `streams` samples: `samples_per_s` in the result counts samples
+(queries × streams / measured time).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from engines import protocol
+from engines.backends.base import LoadedModel
+from engines.scenarios import _timing
+from engines.spec import DEFAULT_MULTI_STREAM_QPS, DEFAULT_STREAMS, RunSpec
+
+
+def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None],
+        cancelled: Callable[[], bool]) -> dict[str, Any]:
+    """Warm up, issue a query every interval, and return the fields of the `result` event."""
+    options = spec.scenario_options
+    streams = options.streams or DEFAULT_STREAMS
+    qps = options.qps or DEFAULT_MULTI_STREAM_QPS
+    interval_ns = max(1, round(1e9 / qps))
+    calls = max(1, streams // spec.batch)
+    clock = time.perf_counter_ns
+    infer = model.infer
+    with _timing.precise_sleep():
+        warmup = _timing.warm_up(infer, spec, emit, cancelled, clock)
+        exact = spec.iterations
+        limit = exact or options.max_queries
+        duration_ns = int(spec.duration_s * 1e9)
+
+        emit(protocol.make("phase", phase="measuring", t_ns=clock()))
+        recorder = _timing.Recorder(emit, keep=True)
+        begin = clock() + 1_000_000
+        end_ticks = begin + duration_ns
+        tick_index = 0
+        queries = missed = 0
+        last_end = begin
+        ran_out = False  # the run ended because its duration's ticks were all due
+        next_flush = begin + _timing.FLUSH_NS
+        while not cancelled():
+            tick = begin + tick_index * interval_ns
+            if exact:
+                if queries >= exact:
+                    break
+            elif tick >= end_ticks:
+                ran_out = True
+                break
+            elif limit and queries >= limit:
+                break
+            now = clock()
+            while now < tick and not cancelled():
+                if now >= next_flush:
+                    recorder.ship()
+                    _progress(emit, queries, exact, begin, duration_ns, now)
+                    next_flush = now + _timing.FLUSH_NS
+                time.sleep((min(tick, next_flush) - now) / 1e9)
+                now = clock()
+            if cancelled():
+                break
+            for _ in range(calls):
+                infer()
+            last_end = clock()
+            recorder.add(tick, last_end - tick)
+            queries += 1
+            following = (last_end - begin) // interval_ns + 1  # the first tick after completion
+            missed += max(0, following - tick_index - 1)
+            tick_index = max(tick_index + 1, following)
+            if last_end >= next_flush:
+                recorder.ship()
+                _progress(emit, queries, exact, begin, duration_ns, last_end)
+                next_flush = last_end + _timing.FLUSH_NS
+        recorder.ship()
+    if ran_out:
+        due = (duration_ns + interval_ns - 1) // interval_ns
+        missed = max(0, missed - max(0, tick_index - due))  # ticks past the end were never due
+        measured_end = max(last_end, end_ticks)
+    else:
+        measured_end = last_end
+    measured_s = max(0, measured_end - begin) / 1e9
+    p99 = _timing.percentile(recorder.kept, 99)
+    return {
+        "iterations": queries,
+        "measured_s": measured_s,
+        "warmup_iterations": warmup.iterations,
+        "first_inference_ms": warmup.first_inference_ms,
+        "batch": spec.batch,
+        "streams": streams,
+        "samples_per_query": streams,
+        "calls_per_query": calls,
+        "interval_ms": interval_ns / 1e6,
+        "target_qps": qps,
+        "achieved_qps": queries / measured_s if measured_s > 0 else None,
+        "queries": queries,
+        "missed_intervals": missed,
+        "samples_per_s": queries * streams / measured_s if measured_s > 0 else None,
+        "latency_ms_p99": None if p99 is None else p99 / 1e6,
+        "p99_within_interval": p99 is not None and p99 <= interval_ns,
+        "scenario_note": "each latency is one query of streams samples (calls_per_query calls of batch); "
+                         "samples_per_s counts samples",
+        **warmup.result_fields(),
+    }
+
+
+def _progress(emit, queries: int, exact: int | None, begin: int, duration_ns: int, now: int) -> None:
+    fraction = queries / exact if exact else (now - begin) / duration_ns
+    _timing.progress(emit, "measuring", fraction, queries, max(0, now - begin) / 1e9)

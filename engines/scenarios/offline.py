@@ -1,0 +1,118 @@
+"""Offline: maximum throughput — the model is kept busy back to back, optionally from several threads at once.
+
+Each call of `infer` is one query of `batch` samples; `scenario_options.concurrency` threads (default 1) call
+it at the same time (torch releases the GIL inside its ops, ONNX Runtime's session.run is thread-safe), so
+throughput can grow until the cores are full. Every call is one (start, duration) pair in the standard
+`latencies` events, so the summary's throughput (calls × batch / measured time) is the offline throughput.
+
+The run ends after `duration_s`, or exactly `iterations` calls, or — MLPerf's offline shape — when one
+query of `scenario_options.samples_per_query` samples is done (`query_latency_ms` is that query's latency);
+`max_queries` caps the calls of a timed run. Measured time runs from the start to the last call's end.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from engines import protocol
+from engines.backends.base import LoadedModel
+from engines.scenarios import _timing
+from engines.spec import RunSpec
+
+
+def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None],
+        cancelled: Callable[[], bool]) -> dict[str, Any]:
+    """Warm up, keep `concurrency` threads calling the model, and return the fields of the `result` event."""
+    options = spec.scenario_options
+    concurrency = options.concurrency or 1
+    clock = time.perf_counter_ns
+    warmup = _timing.warm_up(model.infer, spec, emit, cancelled, clock)
+
+    if options.samples_per_query:
+        limit: int | None = math.ceil(options.samples_per_query / spec.batch)
+    else:
+        limit = spec.iterations
+    timed = limit is None
+    if timed and options.max_queries:
+        limit = options.max_queries
+    duration_ns = int(spec.duration_s * 1e9)
+
+    emit(protocol.make("phase", phase="measuring", t_ns=clock()))
+    recorder = _timing.Recorder(emit)
+    tickets = itertools.count()  # next() is atomic under the GIL: one ticket per call
+    stop = threading.Event()
+    finished = threading.Event()
+    ends = [0] * concurrency
+    errors: list[BaseException] = []
+    remaining = [concurrency]
+    lock = threading.Lock()
+    begin = clock()
+    deadline = begin + duration_ns if timed else None
+
+    init_thread = _timing.thread_initializer()
+
+    def work(index: int) -> None:
+        infer = model.infer
+        try:
+            init_thread()
+            while not stop.is_set():
+                if limit is not None and next(tickets) >= limit:
+                    break
+                start = clock()
+                infer()
+                end = clock()
+                recorder.add(start, end - start)
+                ends[index] = end
+                if deadline is not None and end >= deadline:
+                    break
+        except BaseException as exc:  # noqa: BLE001 — re-raised on the scenario's thread
+            errors.append(exc)
+            stop.set()
+        finally:
+            with lock:
+                remaining[0] -= 1
+                if not remaining[0]:
+                    finished.set()
+
+    threads = [threading.Thread(target=work, args=(i,), name=f"offline-{i}", daemon=True) for i in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    while not finished.wait(_timing.FLUSH_NS / 1e9):
+        if cancelled():
+            stop.set()
+        recorder.ship()
+        now = clock()
+        fraction = recorder.count / limit if limit and not timed else (now - begin) / duration_ns
+        _timing.progress(emit, "measuring", fraction, recorder.count, (now - begin) / 1e9)
+    for thread in threads:
+        thread.join()
+    recorder.ship()
+    if errors:
+        raise errors[0]
+    measured_end = max([*ends, begin])
+    measured_s = (measured_end - begin) / 1e9
+    calls = recorder.count
+    samples = calls * spec.batch
+    result: dict[str, Any] = {
+        "iterations": calls,
+        "measured_s": measured_s,
+        "warmup_iterations": warmup.iterations,
+        "first_inference_ms": warmup.first_inference_ms,
+        "batch": spec.batch,
+        "samples_per_s": samples / measured_s if measured_s > 0 else None,
+        "queries": calls,
+        "samples": samples,
+        "concurrency": concurrency,
+        **warmup.result_fields(),
+    }
+    if options.samples_per_query:
+        result["samples_per_query"] = options.samples_per_query
+        result["query_latency_ms"] = measured_s * 1e3
+        if samples > options.samples_per_query and calls == limit:
+            result["padded_samples"] = samples - options.samples_per_query
+    return result

@@ -1,0 +1,194 @@
+"""Server scenario against MLPerf LoadGen: same model, same target rate, same process, interleaved rounds.
+
+Goal: the console's p50 and p99 within 10% of LoadGen's. Both drive the very same `infer` callable (the
+catalog MLP on one thread) with Poisson arrivals at 40% of what one worker can serve (well below saturation,
+so both are stable on a shared machine), and both count latency from the *scheduled* arrival to completion.
+LoadGen runs its Server scenario with a SUT whose worker thread calls `infer` and reports
+QuerySamplesComplete; its percentiles are read from the mlperf_log_summary.txt it writes into tmp_path.
+
+Timer slack: LoadGen's issue loop sleeps until each scheduled time with std::this_thread::sleep_until,
+which Linux lets overrun by the thread's timer slack (50 µs by default: a quarter of this model's service
+time). The console's server scenario asks for 1 µs while it runs (engines.scenarios._timing.precise_sleep);
+LoadGen is started inside the same setting (its issue thread then reports 1 µs, 50 µs outside), so the
+comparison is of the harnesses, not of a kernel default.
+
+The machine is shared: a round pair (console, LoadGen, alternating who goes first) counts only when other
+processes left a core and a half free during both runs (from /proc/stat less this process's CPU time); the
+verdict is the ratio of the medians over the counted pairs. When too few pairs count within the budget,
+the test is skipped with the reason and every round's numbers are printed — never a verdict on a busy box.
+"""
+
+import os
+import queue
+import re
+import statistics
+import threading
+import time
+
+import numpy as np
+import pytest
+
+lg = pytest.importorskip("mlperf_loadgen", reason="mlcommons-loadgen is not installed (pip install "
+                                                   "mlcommons-loadgen; it is in the dev extra)")
+
+from engines.backends import torch_backend  # noqa: E402
+from engines.scenarios import _timing, server  # noqa: E402
+from engines.spec import RunSpec  # noqa: E402
+
+CLEAN_PAIRS = int(os.environ.get("LOADGEN_PAIRS", 7))  # round pairs with a core to spare that the verdict needs
+# A round pair counts when other processes left this process a core and a half (at most 25% of a core taken on a
+# one-CPU machine). Measured on a shared 2-CPU box with another job using a whole core, the two harnesses'
+# per-round p99 ratio ranged from 0.04 to 2.8: both measured the other job's bursts, not themselves.
+CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+CLEAN_OTHER_PERCENT = max(25.0, 100.0 * (CPUS - 1.5))
+BUDGET_S = float(os.environ.get("LOADGEN_BUDGET_S", 150))
+DURATION_S = float(os.environ.get("LOADGEN_DURATION_S", 2.5))
+UTILISATION = float(os.environ.get("LOADGEN_UTILISATION", 0.4))
+GOAL = 0.10
+TRACE = False  # a per-sample trace (mlperf_log_trace.json): only for looking into a disagreement
+SUMMARY_KEYS = {"p50": "50.00 percentile latency (ns)", "p99": "99.00 percentile latency (ns)"}
+
+
+def ours(model, spec: RunSpec) -> dict[str, float]:
+    events = []
+    result = server.run(model, spec, events.append, lambda: False)
+    latency = np.concatenate([e["latency_ns"] for e in events if e["type"] == "latencies"]).astype(np.float64)
+    return {"p50": float(np.percentile(latency, 50)) / 1e6, "p99": float(np.percentile(latency, 99)) / 1e6,
+            "n": int(latency.size), "achieved_qps": result.get("achieved_qps")}
+
+
+def loadgen(model, qps: float, outdir: str) -> dict[str, float]:
+    pending: queue.SimpleQueue = queue.SimpleQueue()
+    init_thread = _timing.thread_initializer()
+
+    def serve():
+        init_thread()
+        while True:
+            sample_id = pending.get()
+            if sample_id is None:
+                return
+            model.infer()
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(sample_id, 0, 0)])
+
+    def issue_queries(samples):
+        for sample in samples:
+            pending.put(sample.id)
+
+    worker = threading.Thread(target=serve, name="loadgen-sut", daemon=True)
+    worker.start()
+    settings = lg.TestSettings()
+    settings.scenario = lg.TestScenario.Server
+    settings.mode = lg.TestMode.PerformanceOnly
+    settings.server_target_qps = qps
+    settings.server_target_latency_ns = 1_000_000_000  # a bound only decides VALID; it does not change timing
+    settings.min_duration_ms = int(DURATION_S * 1000)
+    settings.max_duration_ms = int(DURATION_S * 1000 * 3)
+    settings.min_query_count = 100
+    settings.performance_sample_count_override = 1024
+    log = lg.LogSettings()
+    log.log_output.outdir = outdir
+    log.log_output.copy_summary_to_stdout = False
+    log.enable_trace = TRACE
+    sut = lg.ConstructSUT(issue_queries, lambda: None)
+    qsl = lg.ConstructQSL(1024, 1024, lambda indices: None, lambda indices: None)
+    try:
+        lg.StartTestWithLogSettings(sut, qsl, settings, log)
+    finally:
+        pending.put(None)
+        worker.join()
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+    text = open(os.path.join(outdir, "mlperf_log_summary.txt")).read()
+    found = {}
+    for key, label in SUMMARY_KEYS.items():
+        match = re.search(re.escape(label) + r"\s*:\s*(\d+)", text)
+        assert match, f"LoadGen's summary has no {label!r}:\n{text}"
+        found[key] = int(match.group(1)) / 1e6
+    completed = re.search(r"Completed samples per second\s*:\s*([\d.]+)", text)
+    found["achieved_qps"] = float(completed.group(1)) if completed else None
+    return found
+
+
+class CpuWatch:
+    """How much CPU *other* processes used while a block ran, from /proc/stat less this process's own time."""
+
+    def __init__(self):
+        self.other_percent: float | None = None
+
+    def __enter__(self):
+        self._start = self._now()
+        return self
+
+    def __exit__(self, *exc):
+        end = self._now()
+        if self._start and end:
+            wall = end[2] - self._start[2]
+            self.other_percent = 100 * ((end[0] - self._start[0]) - (end[1] - self._start[1])) / wall
+        return False
+
+    @staticmethod
+    def _now():
+        try:
+            with open("/proc/stat") as handle:
+                fields = [int(x) for x in handle.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        busy = sum(fields[i] for i in (0, 1, 2, 5, 6, 7) if i < len(fields)) / os.sysconf("SC_CLK_TCK")
+        times = os.times()
+        return busy, times.user + times.system, time.perf_counter()
+
+
+def test_server_scenario_matches_mlperf_loadgen(tmp_path):
+    base = RunSpec(model="mlp", threads=1, scenario="server", warmup_s=0.5, duration_s=DURATION_S)
+    model = torch_backend.load(base)
+    for _ in range(2000):  # warm-up, and the service time that sets the rate
+        model.infer()
+    service = []
+    for _ in range(2000):
+        start = time.perf_counter_ns()
+        model.infer()
+        service.append(time.perf_counter_ns() - start)
+    service_ms = statistics.median(service) / 1e6
+    qps = round(UTILISATION / (service_ms / 1e3))
+    spec = RunSpec.from_dict({**base.to_dict(), "scenario_options": {"qps": qps}}).validate()
+    pairs, clean = [], []
+    started = time.perf_counter()
+    while len(clean) < CLEAN_PAIRS and time.perf_counter() - started < BUDGET_S:
+        pair = {}
+        order = ("console", "loadgen") if len(pairs) % 2 == 0 else ("loadgen", "console")
+        for who in order:  # alternate who goes first: drift favours neither
+            with CpuWatch() as watch:
+                if who == "console":
+                    pair[who] = ours(model, spec)
+                else:
+                    outdir = tmp_path / f"loadgen-{len(pairs)}"
+                    outdir.mkdir()
+                    with _timing.precise_sleep():
+                        pair[who] = loadgen(model, qps, str(outdir))
+            pair[who]["other_cpu_percent"] = watch.other_percent
+        pairs.append(pair)
+        busiest = max((pair[w]["other_cpu_percent"] or 0) for w in pair)
+        print(f"[benchmark] round {len(pairs)}: console p50 {pair['console']['p50']:.4f} p99 "
+              f"{pair['console']['p99']:.4f} ms | LoadGen p50 {pair['loadgen']['p50']:.4f} p99 "
+              f"{pair['loadgen']['p99']:.4f} ms | other processes {busiest:.0f}% of a core"
+              f"{'' if busiest <= CLEAN_OTHER_PERCENT else ' (too busy: not counted)'}", flush=True)
+        if busiest <= CLEAN_OTHER_PERCENT:
+            clean.append(pair)
+    model.close()
+    if len(clean) < CLEAN_PAIRS:
+        pytest.skip(f"the machine was too busy for a 10% latency comparison: other processes used more than "
+                    f"{CLEAN_OTHER_PERCENT:.0f}% of a core ({CPUS} CPUs) in {len(pairs) - len(clean)} of {len(pairs)} "
+                    f"round pairs within {BUDGET_S:.0f} s ({len(clean)} usable, {CLEAN_PAIRS} needed); rerun when "
+                    "the machine is quieter")
+    ratios = {}
+    for key in ("p50", "p99"):
+        a = statistics.median(p["console"][key] for p in clean)
+        b = statistics.median(p["loadgen"][key] for p in clean)
+        ratios[key] = a / b
+        print(f"[benchmark] server @ {qps} q/s (service p50 {service_ms:.3f} ms, {UTILISATION:.0%} load), median of "
+              f"{len(clean)} usable round pairs: {key} console {a:.4f} ms, LoadGen {b:.4f} ms, ratio {a / b:.3f} "
+              f"(goal within ±{GOAL:.0%})")
+    print(f"[benchmark] achieved rate: console {[round(p['console']['achieved_qps'] or 0) for p in clean]}, LoadGen "
+          f"{[round(p['loadgen']['achieved_qps'] or 0) for p in clean]} (target {qps})")
+    for key, ratio in ratios.items():
+        assert abs(ratio - 1) <= GOAL, f"{key}: console/LoadGen = {ratio:.3f}"
