@@ -149,6 +149,8 @@ def smoke_deb(checks: Checks, deb: Path, work: Path) -> None:
                 if p.exists() or p.is_symlink()]
         checks.check("deb: removed cleanly (no /opt/labconsole, no /usr/bin/labconsole)", not left,
                      f"left behind: {left}" if left else "")
+        # `remove` keeps dpkg's record of the package (state rc: its postrm stays for a purge); drop it too.
+        subprocess.run(["dpkg", "--purge", DEB_PACKAGE], capture_output=True)
 
 
 def run_app_checks(checks: Checks, label: str, exe: Path, bundle_dir: Path, info: dict, work: Path) -> None:
