@@ -300,7 +300,8 @@ def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:
         "latency_ms": {k: summary["latency_ms"][k] for k in ("p50", "p90", "p99", "mean", "min", "max", "ci95")},
         "cv": summary["cv"], "valid": summary["valid"], "invalid_reasons": summary["invalid_reasons"],
         "stable": summary["stable"], "scenario": {"name": spec.scenario, **summary["scenario"]},
-        "cold_start": summary["cold_start"],
+        "cold_start": summary["cold_start"], "warnings": summary.get("warnings", []),
+        "hygiene": (record.get("environment") or {}).get("hygiene"),
         "energy": {k: energy.get(k) for k in ("joules", "joules_per_inference", "method", "source", "scope")}
         if energy else None,
         "telemetry": {metric: {k: v.get(k) for k in ("mean", "max", "unit", "method")}
@@ -334,6 +335,8 @@ def _print_run(report: dict[str, Any]) -> None:
     if energy and energy.get("joules") is not None:
         print(f"  energy       {_fmt(energy['joules'])} J ({energy['method']}, {energy['scope']}), "
               f"{_fmt(energy.get('joules_per_inference'))} J per inference")
+    for warning in report["warnings"]:
+        print(f"  warning: {warning}")
     print(f"  {'VALID' if report['valid'] else 'INVALID'}" + ("" if report["valid"] else ":"))
     for reason in report["invalid_reasons"]:
         print(f"    - {reason['detail']}. Fix: {reason['fix']}")

@@ -103,6 +103,7 @@ class RunSession:
             self._phases.append([event["phase"], event["t_ns"]])
         elif kind == "hello":
             self._environment["worker"] = event["versions"]
+            self._environment["hygiene"] = event.get("hygiene")
         elif kind == "loaded":
             self._loaded = event
             self._environment["engine"] = {"versions": event.get("versions", {}), **event.get("details", {})}
@@ -137,6 +138,9 @@ class RunSession:
         t_ns = np.concatenate(self._t_chunks) if self._t_chunks else np.empty(0, dtype=np.int64)
         summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch, t_ns=t_ns,
                             samples=self._samples, window_ns=self._measurement_window(), mode=self.spec.mode)
+        hygiene = self._environment.get("hygiene") or {}
+        summary["warnings"] = list(hygiene.get("warnings") or [])
+        summary["notes"] = summary["warnings"] + summary["notes"]
         summary["t0_ns"] = self.t0_ns
         summary["t_end_ns"] = time.perf_counter_ns()
         summary["phases"] = self._phases

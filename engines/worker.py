@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from engines import backends, protocol, scenarios
+from engines import backends, hygiene, protocol, scenarios
 from engines.spec import RunSpec, SpecError
 
 Emit = Callable[[dict[str, Any]], None]
@@ -26,7 +26,8 @@ Emit = Callable[[dict[str, Any]], None]
 # ---- Public API
 def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool] = lambda: False) -> None:
     """Run a spec to the end, emitting hello → … → result | error. Never raises for run failures."""
-    emit(protocol.make("hello", pid=os.getpid(), versions=_versions(), t_ns=time.perf_counter_ns()))
+    emit(protocol.make("hello", pid=os.getpid(), versions=_versions(), t_ns=time.perf_counter_ns(),
+                       hygiene=hygiene.collect(exclude_pids=[os.getppid()])))
     try:
         spec = RunSpec.from_dict(spec_data).validate()
     except (SpecError, TypeError) as exc:

@@ -50,6 +50,9 @@ def test_run_json_reports_a_real_measurement(first_run):
     assert r["scenario"]["name"] == "single-stream"
     assert r["cold_start"]["build_s"] == r["load_s"] and r["cold_start"]["first_inference_ms"] > 0
     assert r["telemetry"]["cpu.util"]["unit"] == "%" and r["telemetry"]["cpu.util"]["method"] == "measured"
+    # Run hygiene is stored with the run; a busy machine is a warning in the summary, not a silent bias.
+    assert isinstance(r["hygiene"]["busy"], bool) and "threads" in r["hygiene"]
+    assert (len(r["warnings"]) > 0) == r["hygiene"]["busy"]
     assert r["throughput_per_s"] == pytest.approx(r["iterations"] * r["batch"] / r["duration_s"], rel=1e-6)
 
 
