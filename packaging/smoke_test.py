@@ -129,6 +129,9 @@ def smoke_deb(checks: Checks, deb: Path, work: Path) -> None:
         subprocess.run(["apt-get", "remove", "-y", DEB_PACKAGE], env=env, capture_output=True)
     done = subprocess.run(["apt-get", "install", "-y", str(deb)], env=env,
                           capture_output=True, text=True)
+    if done.returncode != 0:  # a fresh machine may lack the Depends (libgl1 …) and have stale package lists
+        subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True)
+        done = subprocess.run(["apt-get", "install", "-y", str(deb)], env=env, capture_output=True, text=True)
     if not checks.check("deb: apt-get install ./…deb", done.returncode == 0 and _installed(),
                         deb.name if done.returncode == 0 else _tail(done.stdout + done.stderr)):
         return
