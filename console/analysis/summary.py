@@ -41,7 +41,7 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
         "cv": stats["cv"],
         "iqr_ms": stats["iqr"],
         "outliers": stats["outliers"],
-        "throughput_per_s": count * batch / measured_s if count and measured_s else None,
+        "throughput_per_s": _throughput(count, batch, measured_s, result),
         "throughput_unit": "samples/s" if mode == "training" else "inferences/s (samples)",
         "valid": bool(validity and validity["valid"]),
         "invalid_reasons": validity["invalid_reasons"] if validity else
@@ -52,7 +52,7 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
         "cold_start": _cold_start(loaded, result),
         "scenario": {k: v for k, v in (result or {}).items() if k not in _STANDARD_RESULT},
         "method": "measured: one perf_counter_ns pair per iteration in the worker; percentile intervals "
-                  f"{stats.get('ci_method', 'n/a')}; throughput = iterations × batch / measured wall time",
+                  f"{stats.get('ci_method', 'n/a')}; throughput = samples / measured wall time (iterations × batch unless the scenario counts samples per query)",
         "notes": [],
     }
     for reason in summary["invalid_reasons"]:
@@ -64,6 +64,14 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
                                            "inference")
         summary["telemetry"] = telemetry_summary(samples, window_ns[0], window_ns[1])
     return summary
+
+
+def _throughput(count: int, batch: int, measured_s: float | None, result: dict[str, Any] | None) -> float | None:
+    """Samples per second. A scenario whose queries are not one call of `batch` samples (multi-stream, offline
+    with several samples per query) counts its samples itself and says so in `samples_per_s`."""
+    if result and isinstance(result.get("samples_per_s"), (int, float)):
+        return float(result["samples_per_s"])
+    return count * batch / measured_s if count and measured_s else None
 
 
 def _latency_block(stats: dict[str, Any], validity: dict[str, Any] | None) -> dict[str, Any]:

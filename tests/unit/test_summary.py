@@ -54,3 +54,9 @@ def test_energy_and_telemetry_are_summarised_over_the_measurement_window():
     assert energy["joules"] == pytest.approx(100.0, rel=0.01)
     assert energy["joules_per_inference"] == pytest.approx(0.1, rel=0.01)
     assert summary["telemetry"]["cpu.util"]["mean"] == pytest.approx(40.0)
+
+
+def test_a_scenario_that_counts_its_own_samples_sets_the_throughput():
+    latency_ns = np.full(100, 5_000_000, dtype=np.int64)  # 100 queries of 8 streams each, served at batch 1
+    summary = summarize(latency_ns, {"measured_s": 5.0, "samples_per_s": 160.0}, None, batch=1)
+    assert summary["throughput_per_s"] == 160.0
