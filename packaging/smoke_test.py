@@ -287,8 +287,10 @@ class ChildWatcher:
                     entry = self._seen[pid] = {"pid": pid, "exe": "", "argv": [], "python_child": False,
                                                "torch_from": None}
                 try:
-                    entry["exe"] = entry["exe"] or os.path.realpath(f"/proc/{pid}/exe")
-                    if not entry["argv"]:
+                    if not entry["python_child"]:
+                        # Re-read until it is ours: between fork and exec a child still shows its parent's
+                        # executable and command line.
+                        entry["exe"] = os.path.realpath(f"/proc/{pid}/exe")
                         entry["argv"] = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
                         # multiprocessing children: spawn workers and the resource tracker
                         entry["python_child"] = any(a.startswith("--multiprocessing-fork") or a == "-c"

@@ -364,14 +364,18 @@ class LatencyPlot(_TimePlot):
         self._rolling: list[tuple[float, float, float]] = []  # (t, p50, p99) at each evaluation point
         self._symbols = False
 
-        latency_pen = pg.mkPen(theme.qcolor(theme.LATENCY_COLOR, 170), width=1)
+        latency_pen = pg.mkPen(theme.tint(theme.LATENCY_COLOR, 0.67), width=1)
         p50_pen = pg.mkPen(theme.P50_COLOR, width=3)
         p99_pen = pg.mkPen(theme.P99_COLOR, width=3, style=QtCore.Qt.PenStyle.DashLine)
         self._curve = self._plot.plot(pen=latency_pen, skipFiniteCheck=True)
         _downsample_for_speed(self._curve, samples_per_pixel=3.0)
-        halo = pg.mkPen(theme.qcolor(theme.BACKGROUND, 200), width=7)  # keeps the lines visible over dense data
-        self._p50_line = self._plot.plot(pen=p50_pen, shadowPen=halo, antialias=True)
-        self._p99_line = self._plot.plot(pen=p99_pen, shadowPen=halo, antialias=True)
+        halo = pg.mkPen(theme.BACKGROUND, width=6)  # keeps the lines visible over dense data
+        # Opaque, not antialiased, downsampled: a long run has thousands of running-percentile points, and wide
+        # antialiased strokes of that many points cost seconds per frame.
+        self._p50_line = self._plot.plot(pen=p50_pen, shadowPen=halo, antialias=False)
+        self._p99_line = self._plot.plot(pen=p99_pen, shadowPen=halo, antialias=False)
+        for line in (self._p50_line, self._p99_line):
+            _downsample_for_speed(line, samples_per_pixel=1.0)
         self._legend.set_entry("latency", "latency", [latency_pen])
         self._legend.set_entry("p50", f"p50 (last {self._window})", [p50_pen])
         self._legend.set_entry("p99", f"p99 (last {self._window})", [p99_pen])
@@ -594,10 +598,12 @@ class TimeSeriesPlot(_TimePlot):
         minor = self._is_minor(name)
         color = theme.PALETTE[len(self._series) % len(theme.PALETTE)]
         if minor:
-            pen = pg.mkPen(theme.qcolor(color, 90), width=1)
+            pen = pg.mkPen(theme.tint(color, 0.35), width=1)
         else:
-            pen = pg.mkPen(color, width=3)
-        curve = pg.PlotDataItem(pen=pen, connect="finite", antialias=not minor)
+            pen = pg.mkPen(color, width=2)
+        # No antialiasing: Qt strokes a wide antialiased polyline over dense, jagged data in seconds per frame
+        # (12 s for 36k points measured), which would freeze the window with an hour of telemetry.
+        curve = pg.PlotDataItem(pen=pen, connect="finite", antialias=False)
         curve.setZValue(0 if minor else 10)
         self._plot.addItem(curve)
         # After addItem: PlotItem.addItem overwrites both with the plot-wide defaults.
@@ -606,7 +612,7 @@ class TimeSeriesPlot(_TimePlot):
         self._series[name] = s
         if minor:
             count = sum(1 for series in self._series.values() if series.minor)
-            pens = [pg.mkPen(theme.qcolor(c, 170), width=1) for c in theme.PALETTE[1:4]]
+            pens = [pg.mkPen(theme.tint(c, 0.67), width=1) for c in theme.PALETTE[1:4]]
             self._legend.set_entry("\0minor", f"{self._minor_label} ({count})", pens, last=True)
         else:
             self._legend.set_entry(name, name, [pen])
