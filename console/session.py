@@ -136,8 +136,16 @@ class RunSession:
                 self._hub.stop()
         latency_ns = np.concatenate(self._chunks) if self._chunks else np.empty(0, dtype=np.int64)
         t_ns = np.concatenate(self._t_chunks) if self._t_chunks else np.empty(0, dtype=np.int64)
-        summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch, t_ns=t_ns,
-                            samples=self._samples, window_ns=self._measurement_window(), mode=self.spec.mode)
+        try:
+            summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch, t_ns=t_ns,
+                                samples=self._samples, window_ns=self._measurement_window(), mode=self.spec.mode)
+        except Exception as exc:  # noqa: BLE001 — the run must still end and be stored, with the reason
+            import traceback
+
+            traceback.print_exc()
+            summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch)
+            summary["notes"].insert(0, f"energy/telemetry summary failed ({type(exc).__name__}: {exc}); "
+                                       "latency figures are unaffected")
         hygiene = self._environment.get("hygiene") or {}
         summary["warnings"] = list(hygiene.get("warnings") or [])
         summary["notes"] = summary["warnings"] + summary["notes"]
