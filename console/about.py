@@ -19,13 +19,16 @@ from console import __version__
 
 BUILD_INFO_NAME = "labconsole-build.json"  # in the bundle's data directory (sys._MEIPASS)
 
-# Displayed name → distribution names to try, first match wins.
-DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
-    "torch": ("torch",),
-    "onnxruntime": ("onnxruntime", "onnxruntime-gpu"),
-    "pyside6": ("PySide6_Essentials", "PySide6"),
-}
+QT_DISTRIBUTIONS = ("PySide6_Essentials", "PySide6")
 NOT_INSTALLED = "not installed"
+
+
+def distributions() -> dict[str, tuple[str, ...]]:
+    """Displayed name → distribution names to try, first match wins: every registered backend, then Qt."""
+    from engines import backends
+
+    return {**{info.name: info.distributions or (info.name,) for info in backends.infos()},
+            "pyside6": QT_DISTRIBUTIONS}
 
 
 # ---- Public API
@@ -45,12 +48,12 @@ def build_info() -> dict[str, Any]:
 
 
 def versions() -> dict[str, Any]:
-    """Plain data: lab_console, torch, onnxruntime, pyside6, qt, python, build ("bundle"/"source checkout"),
-    build_date (ISO 8601 UTC for a bundle, else None)."""
+    """Plain data: lab_console, one entry per backend (torch, onnxruntime …), pyside6, qt, python, build
+    ("bundle"/"source checkout"), build_date (ISO 8601 UTC for a bundle, else None)."""
     info = build_info()
     recorded = info.get("versions", {})
     found: dict[str, Any] = {"lab_console": __version__}
-    for name, dists in DISTRIBUTIONS.items():
+    for name, dists in distributions().items():
         found[name] = _dist_version(dists) or recorded.get(name) or NOT_INSTALLED
     found["qt"] = _qt_version() or recorded.get("qt") or found["pyside6"]
     found["python"] = platform.python_version()
@@ -60,13 +63,15 @@ def versions() -> dict[str, Any]:
 
 
 def version_text(data: dict[str, Any] | None = None) -> str:
-    """The lines `labconsole --version` prints (and the About dialog shows)."""
+    """The lines `labconsole --version` prints (and the About dialog shows): one per registered engine."""
+    from engines import backends
+
     v = data or versions()
     built = f"bundle built {v['build_date']}" if v["build_date"] else v["build"]
+    engines = [f"{info.label} {v.get(info.name, NOT_INSTALLED)}" for info in backends.infos()]
     return "\n".join([
         f"Lab Console {v['lab_console']} ({built})",
-        f"PyTorch {v['torch']}",
-        f"ONNX Runtime {v['onnxruntime']}",
+        *engines,
         f"Qt {v['qt']} (PySide6 {v['pyside6']})",
         f"Python {v['python']}",
     ])

@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from engines.spec import MODEL_FILE_ENGINES, MODES, PRECISIONS, is_model_path
+from engines import backends, scenarios
+from engines.spec import MODES, is_model_path
 
 Choice = tuple[str, str, bool, str]
-ENGINE_LABELS = {"torch": "PyTorch", "onnxruntime": "ONNX Runtime"}
 
 
 def model_choices(catalog_entries: list[dict[str, Any]], files: list[str]) -> list[Choice]:
@@ -32,9 +32,9 @@ def engine_choices(engines: list[str], model: str | None, target: dict[str, Any]
     wanted = _file_engine(model)
     items = []
     for engine in engines:
-        label = ENGINE_LABELS.get(engine, engine)
+        label = engine_label(engine)
         if wanted and engine != wanted:
-            items.append((engine, label, False, f"a {_extension(model)} file runs on {ENGINE_LABELS[wanted]}"))
+            items.append((engine, label, False, f"a {_extension(model)} file runs on {engine_label(wanted)}"))
             continue
         detail = _engine_detail(target, engine)
         if detail is None:
@@ -50,7 +50,7 @@ def precision_choices(engine: str | None, target: dict[str, Any] | None) -> list
     offered = None if detail is None else detail.get("precisions") or []
     notes = {} if detail is None else detail.get("notes") or {}
     items = []
-    for precision in PRECISIONS:
+    for precision in backends.precisions():
         if offered is None:
             items.append((precision, precision, precision == "fp32", "targets not discovered yet"))
         elif precision in offered:
@@ -59,34 +59,61 @@ def precision_choices(engine: str | None, target: dict[str, Any] | None) -> list
         else:
             where = target["id"] if target else "this target"
             items.append((precision, precision, False,
-                          f"{ENGINE_LABELS.get(engine, engine)} offers no {precision} on {where}"))
+                          f"{engine_label(engine or '')} offers no {precision} on {where}"))
     return items
 
 
 def mode_choices(engine: str | None, model: str | None) -> list[Choice]:
     items = []
+    trains = engine in backends.names() and backends.info(engine).trains
+    trainers = " or ".join(i.label for i in backends.infos() if i.trains) or "an engine that trains"
     for mode in MODES:
-        if mode == "training" and (engine != "torch" or is_model_path(model or "")):
-            items.append((mode, mode, False, "training runs need PyTorch and a catalog model"))
+        if mode == "training" and (not trains or is_model_path(model or "")):
+            items.append((mode, mode, False, f"training runs need {trainers} and a catalog model"))
         else:
             items.append((mode, mode, True, "forward, backward and optimizer step" if mode == "training" else ""))
     return items
 
 
+def scenario_choices(model: str | None) -> list[Choice]:
+    """Every registered scenario; generate needs a decoder model (a catalog model that declares generation)."""
+    items = []
+    for info in scenarios.infos():
+        usable, tip = True, info.summary
+        if info.name == "generate" and not _generates(model):
+            usable, tip = False, "generate needs a decoder model from the catalog (e.g. gpt)"
+        items.append((info.name, info.label, usable, tip))
+    return items
+
+
+def engine_label(engine: str) -> str:
+    return backends.info(engine).label if engine in backends.names() else engine
+
+
 # ---- Private API
+def _generates(model: str | None) -> bool:
+    from engines import catalog
+
+    if not model or is_model_path(model) or model not in catalog.names():
+        return False
+    return catalog.get(model).decoder
+
+
 def _extension(model: str | None) -> str:
     return os.path.splitext(model or "")[1].lower()
 
 
 def _file_engine(model: str | None) -> str | None:
-    return MODEL_FILE_ENGINES.get(_extension(model)) if model and is_model_path(model) else None
+    return backends.file_engines().get(_extension(model)) if model and is_model_path(model) else None
 
 
 def _engine_detail(target: dict[str, Any] | None, engine: str | None) -> dict[str, Any] | None:
     if not target or "engine_details" not in target or not target["engine_details"]:
         return None if not target or target.get("available", True) else {"available": False,
                                                                           "reason": target.get("reason", "")}
-    return target["engine_details"].get(engine) or {"available": False, "reason": f"{engine} not found"}
+    return target["engine_details"].get(engine) or {
+        "available": False, "reason": f"{engine_label(engine or '')} was not found on {target.get('id', 'this target')} "
+                                      "when targets were discovered (Run ▸ Refresh targets rediscovers)"}
 
 
 def _version_tip(detail: dict[str, Any]) -> str:

@@ -15,12 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engines import protocol
+from engines import phases, protocol
 from engines.spec import RunSpec
 from engines.worker import worker_main
 
-PHASE_WORDS = {None: "start-up", "loading": "model loading", "warmup": "warm-up", "measuring": "measurement",
-               "finishing": "finishing"}
 CANCEL_GRACE_S = 3.0
 JOIN_S = 5.0
 
@@ -118,7 +116,7 @@ class WorkerRun:
                            result=event, exitcode=self._process.exitcode)
         if kind == "error":
             self._join()
-            where = PHASE_WORDS.get(self._phase, self._phase)
+            where = phases.get(self._phase).during
             return Outcome("failed", f"{event['message']} (during {where})", error=event,
                            exitcode=self._process.exitcode)
         return None
@@ -128,14 +126,14 @@ class WorkerRun:
         if self._cancel_at is not None and now - self._cancel_at > CANCEL_GRACE_S:
             how = self._stop_process()
             return Outcome("cancelled", f"cancelled by the user; the worker did not stop within {CANCEL_GRACE_S:g} s "
-                                        f"during {PHASE_WORDS.get(self._phase)} and was {how}",
+                                        f"during {phases.get(self._phase).during} and was {how}",
                            exitcode=self._process.exitcode)
         if not self._process.is_alive() and not self._conn.poll(0):
             return self._died()
         limits = self.spec.limits
         quiet_limit = limits.load_timeout_s if self._phase in (None, "loading") else limits.stall_timeout_s
         if now - self._last_event > quiet_limit:
-            phase = PHASE_WORDS.get(self._phase, self._phase)
+            phase = phases.get(self._phase).during
             how = self._stop_process()
             return Outcome("failed", f"worker stopped responding: no event for {quiet_limit:g} s during {phase}; "
                                      f"it was {how}. If the model is just slow, raise the time-out "
@@ -146,7 +144,7 @@ class WorkerRun:
     def _died(self) -> Outcome:
         self._process.join(JOIN_S)
         code = self._process.exitcode
-        phase = PHASE_WORDS.get(self._phase, self._phase)
+        phase = phases.get(self._phase).during
         if code is not None and code < 0:
             try:
                 name = signal.Signals(-code).name

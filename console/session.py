@@ -7,14 +7,17 @@ marshals them onto the GUI thread itself.
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from console import paths
 from console.analysis import summarize
 from console.history import HistoryWriter
 from console.runner import Outcome, WorkerRun
@@ -30,15 +33,21 @@ class RunSession:
 
     Events passed to `listener`: every worker protocol event, plus console events
     {"type": "started", run_id, t0_ns, spec}, {"type": "samples", rows}, {"type": "sources", sources}
-    and finally {"type": "finished", run_id, status, message, summary}.
+    and finally {"type": "finished", run_id, status, message, summary, spec, environment, profile, ops}
+    (profile: the worker's profile event minus its op rows, or None when the run was not profiled).
     """
 
     # ---- Public API
     def __init__(self, spec: RunSpec, writer: HistoryWriter, listener: Listener | None = None,
                  telemetry_hz: float | None = 10.0, worker_entry: Callable[..., None] = worker_main,
-                 hub: TelemetryHub | None = None):
+                 hub: TelemetryHub | None = None, remote: Callable[..., Any] | None = None):
         """`hub`: the console's shared telemetry (the window's); without one, the session samples at
-        `telemetry_hz` itself for the run's duration (the CLI), or not at all when that is None."""
+        `telemetry_hz` itself for the run's duration (the CLI), or not at all when that is None.
+
+        `remote`: run elsewhere instead of in a local worker — a factory (console.cluster.dispatch.RemoteRun
+        with its address bound) called as remote(spec, on_event, on_end, on_samples=, on_sources=, on_node=,
+        telemetry_hz=, run_id=). The node samples its own telemetry, so the session's hub is not used; the run
+        is recorded under the node's host once the node reports (`{"type": "node", ...}` to the listener)."""
         self.spec = spec.validate()
         self.run_id = uuid.uuid4().hex
         self._writer = writer
@@ -51,17 +60,28 @@ class RunSession:
         self._loaded: dict[str, Any] | None = None
         self._environment: dict[str, Any] = {}
         self._phases: list[list[Any]] = []
+        self._profile: dict[str, Any] | None = None  # the profile event minus its ops (analyze)
+        self._ops: list[dict[str, Any]] = []
         self._record: dict[str, Any] | None = None
         self._finished = threading.Event()
         self._hub = hub
         self._own_hub = hub is None and bool(telemetry_hz)
         self._subscription: int | None = None
+        self._remote = remote
+        self._host: dict[str, Any] | None = None  # the node's host row, for a remote run
+        if remote is not None:
+            self._hub, self._own_hub = None, False
 
     def start(self) -> str:
         self.t0_ns = time.perf_counter_ns()
         self._writer.create_run(self.spec.to_dict(), self.run_id)
         self._emit({"type": "started", "run_id": self.run_id, "t0_ns": self.t0_ns, "spec": self.spec.to_dict()})
-        self._worker = WorkerRun(self.spec, self._on_worker_event, self._on_worker_end, entry=self._entry)
+        if self._remote is not None:
+            self._worker = self._remote(self.spec, self._on_worker_event, self._on_worker_end,
+                                        on_samples=self._on_samples, on_sources=self._on_sources,
+                                        on_node=self._on_node, telemetry_hz=self._telemetry_hz, run_id=self.run_id)
+        else:
+            self._worker = WorkerRun(self.spec, self._on_worker_event, self._on_worker_end, entry=self._entry)
         if self._own_hub:
             self._hub = TelemetryHub(rate_hz=self._telemetry_hz)
             self._hub.start()
@@ -108,7 +128,40 @@ class RunSession:
             self._loaded = event
             self._environment["engine"] = {"versions": event.get("versions", {}), **event.get("details", {})}
             self._writer.set_environment(self.run_id, self._environment)
+        elif kind == "profile":
+            event = self._keep_profile(event)
         self._emit(event)
+
+    def _keep_profile(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Store the op rows and the Chrome trace with the run; the trace moves next to the history
+        (<history dir>/traces/<run_id>.json), since the worker wrote it to a temporary file."""
+        ops = list(event.get("ops") or [])
+        profile = {k: v for k, v in event.items() if k not in ("v", "type", "ops")}
+        profile["notes"] = list(profile.get("notes") or [])
+        source = profile.get("trace_path")
+        if source:
+            try:
+                kept = _traces_dir(self._writer) / f"{self.run_id}.json"
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(source, kept)
+                profile["trace_path"] = str(kept)
+                self._writer.add_artifact(self.run_id, "trace", str(kept), kept.stat().st_size)
+            except OSError as exc:
+                profile["trace_path"] = None
+                profile["notes"].append(f"the Chrome trace could not be kept ({exc})")
+        if ops:
+            self._writer.add_ops(self.run_id, ops)
+        self._profile, self._ops = profile, ops
+        return {**event, **profile}
+
+    def _on_node(self, node: dict[str, Any]) -> None:
+        """A remote run reached its node: record the run under that node's host, keep its facts."""
+        self._host = dict(node.get("host") or {})
+        self._environment["node"] = {"host": self._host, "node_id": node.get("node_id"),
+                                     "labels": node.get("labels") or {}}
+        self._writer.set_host(self.run_id, self._host)
+        self._writer.set_environment(self.run_id, self._environment)
+        self._emit({"type": "node", "run_id": self.run_id, **self._environment["node"]})
 
     def _on_samples(self, rows: list[tuple]) -> None:
         self._writer.add_samples(self.run_id, rows)
@@ -152,6 +205,13 @@ class RunSession:
         summary["t0_ns"] = self.t0_ns
         summary["t_end_ns"] = time.perf_counter_ns()
         summary["phases"] = self._phases
+        if self._profile is not None:
+            summary["profile"] = {key: self._profile.get(key) for key in (
+                "engine", "iterations", "wall_s", "op_time_s", "trace_path", "counters", "notes")}
+            summary["profile"]["ops"] = len(self._ops)
+        self._add_findings(summary)
+        if outcome.status == "completed":
+            self._add_baseline(summary, latency_ns)
         error = outcome.message if outcome.status != "completed" else None
         if outcome.error:
             summary["traceback"] = outcome.error.get("traceback")
@@ -160,9 +220,52 @@ class RunSession:
         self._writer.flush()
         self._record = {"type": "finished", "run_id": self.run_id, "status": outcome.status,
                         "message": outcome.message, "summary": summary, "spec": self.spec.to_dict(),
-                        "environment": self._environment}
+                        "environment": self._environment, "profile": self._profile, "ops": self._ops}
         self._finished.set()
         self._emit(self._record)
+
+
+    def _add_baseline(self, summary: dict[str, Any], latency_ns: np.ndarray) -> None:
+        """The verdict against this configuration's baseline, when it has one; never loses the run."""
+        from console.analysis.baseline import against_stored_baseline
+        from console.analysis.fingerprint import configuration, fingerprint
+        from console.history import jsoncols, open_reader
+
+        path = getattr(self._writer, "path", None)
+        if path is None or not Path(path).is_file():
+            return
+        spec = jsoncols.finite(self.spec.to_dict())
+        host_id, hostname = getattr(self._writer, "host_id", None), getattr(self._writer, "hostname", None)
+        if self._host:  # a remote run: its series and baseline are the node's
+            host_id, hostname = self._host.get("host_id"), self._host.get("hostname")
+        run = {"run_id": self.run_id, "spec": spec, "environment": self._environment, "hostname": hostname,
+               "fingerprint": fingerprint(configuration(spec, self._environment, hostname, host_id))}
+        try:
+            with open_reader(path) as reader:
+                block = against_stored_baseline(reader, run, latency_ns)
+        except Exception as exc:  # noqa: BLE001 — a comparison that fails is a note, not a lost run
+            summary["notes"].append(f"not compared with its baseline ({type(exc).__name__}: {exc})")
+            return
+        if block is not None:
+            summary["baseline"] = block
+
+    def _add_findings(self, summary: dict[str, Any]) -> None:
+        """The verdict, decoder and storage findings against this host's stored card; never loses the run."""
+        from console.analysis.findings import add_findings, card_of_this_host
+
+        try:
+            # A remote run's machine is the node, whose card this console may not hold: no card then.
+            card = card_of_this_host(self._writer.path, self.spec.target) \
+                if getattr(self._writer, "path", None) and not self._host else None
+            add_findings(summary, self.spec.to_dict(), self._profile, self._ops, card)
+        except Exception as exc:  # noqa: BLE001 — a finding that fails is a note, not a lost run
+            summary["notes"].append(f"findings could not be added ({type(exc).__name__}: {exc})")
+
+
+def _traces_dir(writer: HistoryWriter) -> Path:
+    """Traces live beside the history database they belong to (the user's data directory by default)."""
+    db = getattr(writer, "path", None)
+    return (Path(db).parent if db else paths.data_dir()) / "traces"
 
 
 def _is_per_core(metric: str) -> bool:

@@ -46,15 +46,6 @@ def parse_shape(text: str) -> list[int]:
     return shape
 
 
-def parse_assignment(text: str, what: str = "--input") -> tuple[str, str]:
-    """'NAME=VALUE' → (NAME, VALUE), with an error that shows the expected form."""
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip() or not value.strip():
-        example = "x=1x3x224x224" if what == "--input" else "sample_rate=16000"
-        raise InputError(f"{what} {text!r}: expected NAME=VALUE, e.g. {what} {example}")
-    return name.strip(), value.strip()
-
-
 def resolve_shape(name: str, declared: Sequence[Dim], batch: int, user_shapes: Mapping[str, Sequence[int]],
                   known: Mapping[str, int] | None = None, defaults: Mapping[str, int] | None = None) -> list[int]:
     """The concrete shape of input `name` (see the module docstring for the rules).

@@ -68,12 +68,12 @@ def export_catalog(spec, providers: list[Any] | None = None, part: str = "forwar
     """
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
-    if part == "decode" and not getattr(catalog.get(spec.model), "decoder", False):
+    if part == "decode" and not catalog.get(spec.model).decoder:
         raise ExportError(f"{spec.model} is not a decoder model: it has no decode step to export")
     started = time.perf_counter()
     precision = "fp16" if spec.precision == "fp16" else "fp32"
     params = _params(spec.model, spec.model_params)
-    path, key = cache_path(spec.model, params, spec.ort.opset, precision, part)
+    path, key = cache_path(spec.model, params, spec.options_for("onnxruntime").opset, precision, part)
     check_file = path.with_name(path.name[: -len(".onnx")] + ".check.json")
     with _file_lock(path.with_name(path.name + ".lock")):
         check = _cached_check(path, check_file)
@@ -202,12 +202,12 @@ def _export_and_check(spec, params: dict[str, Any], precision: str, path: Path, 
     tmp = cache.temp_path(path).with_suffix(".onnx")
     exported = time.perf_counter()
     try:
-        _export(torch, model, export_args, tmp, names, output_names, layout, spec.ort.opset)
+        _export(torch, model, export_args, tmp, names, output_names, layout, spec.options_for("onnxruntime").opset)
         export_s = time.perf_counter() - exported
         checked = time.perf_counter()
         check = _check(tmp, model, builder, params, names, precision, providers, part)
         check.update(export_s=export_s, check_s=time.perf_counter() - checked, onnx_sha256=sha256(tmp),
-                     opset=int(spec.ort.opset), precision=precision, key=key, input_names=names,
+                     opset=int(spec.options_for("onnxruntime").opset), precision=precision, key=key, input_names=names,
                      output_names=output_names, part=part,
                      reference=f"torch {torch.__version__} eager, {precision}, cpu")
         if not check["passed"]:

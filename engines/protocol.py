@@ -1,8 +1,10 @@
 """Versioned events from a worker to the console: plain dicts that survive a pipe, JSON or a Ray stream.
 
 Event order: hello → phase(loading) → loaded → phase(warmup) → phase(measuring) →
-latencies* / progress* → result | error. Latencies travel in batches (~every 100 ms), never one
-message per iteration, so a fast model cannot flood the console.
+latencies* / progress* → [phase(profiling) → profile] → result | error. Latencies travel in batches
+(~every 100 ms), never one message per iteration, so a fast model cannot flood the console. The profiling phase
+runs only when the spec asks for it (`profile_iterations`), after the timed measurement, so it never touches the
+timed numbers.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from engines import phases
+
 PROTOCOL_VERSION = 1
 
-PHASES = ("loading", "warmup", "measuring", "finishing")
+PHASES = phases.NAMES  # the phase table (names, words, colours) is engines/phases.py
 ERROR_KINDS = ("spec", "load", "runtime", "cancelled", "internal")
 
 # Required fields per event type (besides "v" and "type").
@@ -24,6 +28,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "progress": ("phase", "fraction", "iterations", "elapsed_s"),
     "result": ("iterations", "measured_s", "warmup_iterations", "first_inference_ms", "batch"),
     "error": ("kind", "message", "traceback"),
+    # The engine's own profile (engines.profiling): op rows, the Chrome trace's path, counters or None, notes.
+    "profile": ("engine", "iterations", "wall_s", "op_time_s", "ops", "trace_path", "counters", "notes"),
 }
 
 

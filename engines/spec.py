@@ -3,6 +3,10 @@
 Plain, JSON-serialisable data, validated before anything is spawned, so that a typo fails in
 milliseconds with the field name and the allowed values rather than seconds later in a worker.
 What only the device can answer (does this GPU do bf16?) is checked by the backend at load time.
+
+The fields describe themselves (engines.options): each carries its flag, help and bounds, and each backend and
+scenario plug-in brings its own options class (engine_options[backend], scenario_options), so the command line,
+the run form and validation are all derived from here and from the registries (`spec_fields`).
 """
 
 from __future__ import annotations
@@ -12,16 +16,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from engines import backends, catalog, scenarios
+from engines import backends, catalog
+from engines.options import OptionField, SpecError, check_fields, check_value, fields_of, is_number, option
 
-SPEC_VERSION = 1
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+__all__ = ["SpecError", "RunSpec", "RunLimits", "GenerationOptions", "spec_fields", "is_model_path"]
+
+SPEC_VERSION = 2  # 2: engine options keyed by backend (engine_options), scenario options per scenario
 MODES = ("inference", "training")
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
-GRAPH_OPTIMIZATION = ("disabled", "basic", "extended", "all")
-EXECUTION_MODES = ("sequential", "parallel")
-# Model files by extension → the engine that reads them.
-MODEL_FILE_ENGINES = {".onnx": "onnxruntime", ".pt2": "torch", ".pt": "torch", ".jit": "torch"}
 REFUSED_FILE_HINTS = {
     ".pth": "a .pth file is usually a pickle of Python objects, which Lab Console never loads (a pickle can run "
             "code). Export the model with torch.export.save (.pt2), torch.jit.save (.pt/.jit) or to ONNX (.onnx)",
@@ -29,118 +30,85 @@ REFUSED_FILE_HINTS = {
     ".bin": "raw weight files carry no graph. Export the model to .pt2, .pt (TorchScript) or .onnx",
     ".safetensors": "safetensors files carry weights but no graph. Export the model to .pt2, .pt or .onnx",
 }
-
-
-class SpecError(ValueError):
-    """A RunSpec field is invalid; the message names the field, the value and what is allowed."""
-
-    def __init__(self, field_name: str, message: str):
-        super().__init__(f"{field_name}: {message}")
-        self.field = field_name
+_LEGACY_ENGINE_KEYS = {"torch": "torch", "ort": "onnxruntime"}  # version-1 specs kept these at the top level
 
 
 @dataclass
 class RunLimits:
     """How long the runner waits before calling a worker hung (seconds without any event)."""
 
-    load_timeout_s: float = 300.0
-    stall_timeout_s: float = 60.0
-
-
-@dataclass
-class TorchOptions:
-    channels_last: bool = False
-    compile: str | None = None  # None = eager; else a torch.compile mode
-
-
-@dataclass
-class OrtOptions:
-    provider: str | None = None  # None = the target's natural provider (cpu → CPUExecutionProvider …)
-    provider_options: dict[str, Any] = field(default_factory=dict)
-    graph_optimization: str = "all"
-    inter_op_threads: int | None = None
-    execution_mode: str = "sequential"
-    allow_fallback: bool = False  # refuse a silent fall-back to CPU unless the user allowed it
-    opset: int = 18
+    load_timeout_s: float = option(300.0, flag="--load-timeout", metavar="S", maximum=86400, unit="s",
+                                   label="Load timeout (s)", help="seconds a worker may load without a word")
+    stall_timeout_s: float = option(60.0, flag="--stall-timeout", metavar="S", maximum=86400, unit="s",
+                                    label="Stall timeout (s)", help="seconds a running worker may stay silent")
 
 
 @dataclass
 class GenerationOptions:
     """For decoder models: prompt length and how many tokens to generate (TTFT and TPOT)."""
 
-    prompt_tokens: int = 32
-    output_tokens: int = 32
+    prompt_tokens: int = option(32, flag="--prompt-tokens", maximum=1_000_000, label="Prompt tokens",
+                                help="generate: prompt length")
+    output_tokens: int = option(32, flag="--output-tokens", maximum=1_000_000, label="Output tokens",
+                                help="generate: tokens to generate")
 
 
-@dataclass
-class ScenarioOptions:
-    """Options of the load scenarios (offline, server, multi-stream) and of warm-up; None = the scenario's default.
-
-    qps: server — the Poisson arrival rate (required unless find_peak; with find_peak, where the search
-        starts); multi-stream — queries per second at a fixed cadence (default 20, a 50 ms interval).
-    latency_bound_ms: server — the p99 bound find_peak searches under (plain server runs report whether p99
-        met it).
-    find_peak: server — search for the highest rate whose p99 stays under latency_bound_ms.
-    concurrency: offline — threads calling the model at once (default 1).
-    streams: multi-stream — samples per query (default 8), served as streams / batch calls of `batch`.
-    samples_per_query: offline — the one offline query's size: the run ends when that many samples are done.
-    max_queries: offline, server, multi-stream — stop after this many queries even before duration_s.
-    warmup_until_stable: warm up until the last three 100-ms windows agree within 10% (instead of warmup_s),
-        at most warmup_cap_s (default 30 s).
-    """
-
-    qps: float | None = None
-    latency_bound_ms: float | None = None
-    find_peak: bool = False
-    concurrency: int | None = None
-    streams: int | None = None
-    samples_per_query: int | None = None
-    max_queries: int | None = None
-    warmup_until_stable: bool = False
-    warmup_cap_s: float | None = None
+def _default_engine_options() -> dict[str, Any]:
+    return {info.name: info.default_options() for info in backends.infos()}
 
 
-# Which scenarios take each option (given for another → a SpecError naming the ones that do).
-_LOAD_SCENARIOS = ("offline", "server", "multi-stream")
-SCENARIO_OPTION_USERS: dict[str, tuple[str, ...]] = {
-    "qps": ("server", "multi-stream"),
-    "latency_bound_ms": ("server",),
-    "find_peak": ("server",),
-    "concurrency": ("offline",),
-    "streams": ("multi-stream",),
-    "samples_per_query": ("offline",),
-    "max_queries": _LOAD_SCENARIOS,
-    "warmup_until_stable": ("single-stream", *_LOAD_SCENARIOS),
-    "warmup_cap_s": ("single-stream", *_LOAD_SCENARIOS),
-}
-MAX_QPS = 1_000_000
-DEFAULT_STREAMS = 8  # multi-stream samples per query (MLPerf's original multi-stream)
-DEFAULT_MULTI_STREAM_QPS = 20.0  # a query every 50 ms
+def _default_scenario_options() -> Any:
+    from engines import scenarios
+
+    return scenarios.info("single-stream").options()
 
 
 @dataclass
 class RunSpec:
-    model: str = "mlp"  # a catalog name, or a path to a model file (.onnx, .pt2, .pt, .jit)
-    engine: str = "torch"
-    target: str = "cpu"
-    batch: int = 1
-    duration_s: float = 5.0
-    iterations: int | None = None
-    warmup_s: float = 1.0
-    threads: int | None = None
-    precision: str = "fp32"
-    scenario: str = "single-stream"
-    mode: str = "inference"
-    name: str = ""
-    model_params: dict[str, Any] = field(default_factory=dict)  # catalog size overrides, e.g. {"layers": 2}
-    inputs: dict[str, list[int]] = field(default_factory=dict)  # input shapes by name, e.g. {"x": [1, 3, 224, 224]}
-    input_values: dict[str, float] = field(default_factory=dict)  # scalar inputs, e.g. {"sample_rate": 16000}
-    torch: TorchOptions = field(default_factory=TorchOptions)
-    ort: OrtOptions = field(default_factory=OrtOptions)
+    model: str = option("mlp", flag="--model", kind="str", label="Model",
+                        help="catalog name (`labconsole models`) or a model file path (.onnx, .pt2, .pt/.jit)")
+    engine: str = option("torch", flag="--engine", kind="str", label="Engine", help="the engine")
+    target: str = option("cpu", flag="--target", label="Target", help="cpu | cuda:N | mps (`labconsole targets`)")
+    batch: int = option(1, flag="--batch", maximum=65536, label="Batch", help="samples per inference")
+    duration_s: float = option(5.0, flag="--duration", metavar="S", maximum=24 * 3600, unit="s",
+                               label="Duration (s)", help="measurement seconds (default 5)")
+    iterations: int | None = option(None, flag="--iterations", metavar="N", label="Iterations",
+                                    help="measure exactly N iterations instead")
+    warmup_s: float = option(1.0, flag="--warmup", metavar="S", minimum=0, maximum=3600, unit="s",
+                             label="Warm-up (s)", help="warm-up seconds (default 1)")
+    profile_iterations: int | None = option(None, flag="--profile-iterations", metavar="N", maximum=100_000,
+                                            label="Profile iterations",
+                                            help="after the timed measurement, profile N more iterations with the "
+                                                 "engine's profiler, apart (what `labconsole analyze` does)")
+    threads: int | None = option(None, flag="--threads", maximum=4096, label="Threads",
+                                 help="intra-op threads (default: engine's choice)")
+    precision: str = option("fp32", flag="--precision", kind="str", label="Precision", help="numeric precision")
+    scenario: str = option("single-stream", flag="--scenario", kind="str", label="Scenario", help="load scenario")
+    mode: str = option("inference", flag="--mode", choices=MODES, label="Mode",
+                       help="inference | training (forward, backward, optimizer step)")
+    name: str = option("", flag="--name", label="Run name", help="a name for the run")
+    model_params: dict[str, Any] = option(flag="--param", metavar="KEY=N", kind="pairs", pair_value="int",
+                                          default_factory=dict, label="Model size",
+                                          help="catalog model size, e.g. --param layers=2 (repeatable)")
+    inputs: dict[str, list[int]] = option(flag="--input", metavar="NAME=SHAPE", kind="pairs", pair_value="shape",
+                                          default_factory=dict, label="Input shapes",
+                                          help="input shape, e.g. --input pixel_values=1x3x224x224 (repeatable)")
+    input_values: dict[str, float] = option(flag="--input-value", metavar="NAME=NUMBER", kind="pairs",
+                                            pair_value="number", default_factory=dict, label="Scalar inputs",
+                                            help="value of a scalar input, e.g. --input-value sample_rate=16000 "
+                                                 "(repeatable)")
+    engine_options: dict[str, Any] = field(default_factory=_default_engine_options)  # backend name → its options
     generation: GenerationOptions = field(default_factory=GenerationOptions)
-    scenario_options: ScenarioOptions = field(default_factory=ScenarioOptions)
+    scenario_options: Any = field(default_factory=_default_scenario_options)  # the scenario's options class
     limits: RunLimits = field(default_factory=RunLimits)
     version: int = SPEC_VERSION
+
+    def __post_init__(self) -> None:
+        """Bring nested options to their classes (dicts from JSON, another scenario's class after a change)."""
+        self.engine_options = _engine_options(self.engine_options)
+        self.scenario_options = _scenario_options(self.scenario, self.scenario_options)
+        self.generation = _from_dict(GenerationOptions, self.generation, "generation.")
+        self.limits = _from_dict(RunLimits, self.limits, "limits.")
 
     # ---- Public API
     @property
@@ -148,8 +116,14 @@ class RunSpec:
         """True when `model` names a file rather than a catalog entry."""
         return is_model_path(self.model)
 
+    def options_for(self, backend: str) -> Any:
+        """The options of one backend (its defaults when the spec carries none)."""
+        return self.engine_options.get(backend) or backends.info(backend).default_options()
+
     def validate(self) -> RunSpec:
         """Raise SpecError naming the first bad field; return self so calls chain."""
+        from engines import scenarios
+
         if self.version != SPEC_VERSION:
             raise SpecError("version", f"spec version {self.version} is not supported (this build reads {SPEC_VERSION})")
         _choice("engine", self.engine, backends.names())
@@ -159,30 +133,26 @@ class RunSpec:
             _choice("model", self.model, catalog.names(), hint="or give a path to a .onnx, .pt2, .pt or .jit file")
             self._validate_model_params()
         _choice("scenario", self.scenario, scenarios.names())
-        _choice("precision", self.precision, list(PRECISIONS))
+        _choice("precision", self.precision, list(backends.precisions()))
         _choice("mode", self.mode, list(MODES))
-        if self.mode == "training" and (self.engine != "torch" or self.is_file):
-            raise SpecError("mode", "training runs need --engine torch and a catalog model")
+        if self.mode == "training" and (not backends.info(self.engine).trains or self.is_file):
+            trainers = " or ".join(f"--engine {i.name}" for i in backends.infos() if i.trains)
+            raise SpecError("mode", f"training runs need {trainers} and a catalog model")
         if not isinstance(self.target, str) or not (
             self.target in ("cpu", "mps") or _is_indexed(self.target, "cuda")
         ):
             raise SpecError("target", f"unknown target {self.target!r}; use cpu, cuda:N or mps "
                                       "(`labconsole targets` lists what this machine has)")
-        _positive_int("batch", self.batch, upper=65536)
-        _positive_number("duration_s", self.duration_s, upper=24 * 3600)
-        if self.iterations is not None:
-            _positive_int("iterations", self.iterations, upper=10**9)
-        if not _is_number(self.warmup_s) or not 0 <= self.warmup_s <= 3600:
-            raise SpecError("warmup_s", f"must be a number from 0 to 3600 seconds, got {self.warmup_s!r}")
-        if self.threads is not None:
-            _positive_int("threads", self.threads, upper=4096)
+        for fld in fields_of(RunSpec):
+            if fld.kind in ("int", "float"):
+                check_value(fld, getattr(self, fld.name))
         self._validate_inputs()
-        self._validate_engine_options()
-        _positive_int("generation.prompt_tokens", self.generation.prompt_tokens, upper=1_000_000)
-        _positive_int("generation.output_tokens", self.generation.output_tokens, upper=1_000_000)
-        self._validate_scenario_options()
-        _positive_number("limits.load_timeout_s", self.limits.load_timeout_s, upper=86400)
-        _positive_number("limits.stall_timeout_s", self.limits.stall_timeout_s, upper=86400)
+        for name, options in self.engine_options.items():
+            _check_options(options, f"{name}.")
+        check_fields(self.generation, "generation.")
+        check_fields(self.scenario_options, "scenario_options.")
+        self.scenario_options.check(self)
+        check_fields(self.limits, "limits.")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -190,7 +160,13 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSpec:
-        """Build from plain data; unknown keys are an error (a misspelt option must not be ignored)."""
+        """Build from plain data; unknown keys are an error (a misspelt option must not be ignored).
+
+        A version-1 spec (engine options under "torch"/"ort", one flat scenario_options) is read too, so runs
+        stored before version 2 can be reproduced.
+        """
+        if isinstance(data, dict) and data.get("version", SPEC_VERSION) == 1:
+            data = _upgrade_v1(data)
         return _from_dict(cls, data, "")
 
     def label(self) -> str:
@@ -207,14 +183,15 @@ class RunSpec:
     def _validate_file(self) -> None:
         path = self.model
         extension = os.path.splitext(path)[1].lower()
+        file_engines = backends.file_engines()
         if extension in REFUSED_FILE_HINTS:
             raise SpecError("model", f"{path}: {REFUSED_FILE_HINTS[extension]}")
-        if extension not in MODEL_FILE_ENGINES:
+        if extension not in file_engines:
             raise SpecError("model", f"{path}: unknown model file type {extension or '(none)'!r}; "
-                                     f"use one of {', '.join(MODEL_FILE_ENGINES)}")
+                                     f"use one of {', '.join(file_engines)}")
         if not os.path.isfile(path):
             raise SpecError("model", f"model file not found: {path}")
-        wanted = MODEL_FILE_ENGINES[extension]
+        wanted = file_engines[extension]
         if self.engine != wanted:
             raise SpecError("engine", f"{os.path.basename(path)} is a {extension} file, which runs on "
                                       f"--engine {wanted}, not {self.engine}")
@@ -236,73 +213,40 @@ class RunSpec:
                 raise SpecError(f"inputs.{name}", f"a shape is a list of whole numbers ≥ 1 (e.g. 1x3x224x224), "
                                                   f"got {shape!r}")
         for name, value in self.input_values.items():
-            if not _is_number(value):
+            if not is_number(value):
                 raise SpecError(f"input_values.{name}", f"must be a number, got {value!r}")
 
-    def _validate_scenario_options(self) -> None:
-        options, scenario = self.scenario_options, self.scenario
-        defaults = ScenarioOptions()
-        for name, users in SCENARIO_OPTION_USERS.items():
-            if getattr(options, name) != getattr(defaults, name) and scenario not in users:
-                takes = f"scenario {users[0]}" if len(users) == 1 else \
-                    f"the {', '.join(users[:-1])} and {users[-1]} scenarios"
-                raise SpecError(f"scenario_options.{name}", f"scenario {scenario} does not use it; it applies to "
-                                                            f"{takes}")
-        for name in ("find_peak", "warmup_until_stable"):
-            if not isinstance(getattr(options, name), bool):
-                raise SpecError(f"scenario_options.{name}", f"must be true or false, got {getattr(options, name)!r}")
-        if options.qps is not None and (not _is_number(options.qps) or not 0 < options.qps <= MAX_QPS):
-            raise SpecError("scenario_options.qps", f"a rate in queries per second, > 0 and ≤ {MAX_QPS:,}; "
-                                                    f"got {options.qps!r}")
-        if options.latency_bound_ms is not None:
-            _positive_number("scenario_options.latency_bound_ms", options.latency_bound_ms, upper=3_600_000)
-        if options.concurrency is not None:
-            _positive_int("scenario_options.concurrency", options.concurrency, upper=256)
-        if options.streams is not None:
-            _positive_int("scenario_options.streams", options.streams, upper=65536)
-        streams = options.streams or DEFAULT_STREAMS
-        if scenario == "multi-stream" and streams % self.batch:
-            divisors = [d for d in range(1, streams + 1) if streams % d == 0]
-            raise SpecError("scenario_options.streams" if options.streams else "batch",
-                            f"a multi-stream query of {streams} samples is served in calls of batch {self.batch}, "
-                            f"which does not divide it; use a batch of {', '.join(map(str, divisors[-6:]))} "
-                            f"(batch {streams}: one call a query) or another number of streams")
-        if options.samples_per_query is not None:
-            _positive_int("scenario_options.samples_per_query", options.samples_per_query, upper=10**9)
-            if self.iterations is not None:
-                raise SpecError("scenario_options.samples_per_query", "give either iterations or samples_per_query "
-                                "(both say when an offline run ends)")
-        if options.max_queries is not None:
-            _positive_int("scenario_options.max_queries", options.max_queries, upper=10**9)
-        if options.warmup_cap_s is not None:
-            _positive_number("scenario_options.warmup_cap_s", options.warmup_cap_s, upper=3600)
-            if not options.warmup_until_stable:
-                raise SpecError("scenario_options.warmup_cap_s", "caps a warm-up until stable; turn on "
-                                "warmup_until_stable too, or set warmup_s for a fixed warm-up")
-        if scenario == "server":
-            if options.find_peak and options.latency_bound_ms is None:
-                raise SpecError("scenario_options.latency_bound_ms", "find_peak searches for the highest rate whose "
-                                "p99 stays under a bound: give the bound in milliseconds")
-            if not options.find_peak and options.qps is None:
-                raise SpecError("scenario_options.qps", "scenario server needs a target rate (queries per second), "
-                                "or find_peak with a latency bound")
-        if scenario in _LOAD_SCENARIOS and self.mode != "inference" and (
-                scenario != "offline" or (options.concurrency or 1) > 1):
-            raise SpecError("mode", f"scenario {scenario} measures inference" +
-                            (" when concurrency > 1 (training steps on one model cannot overlap)"
-                             if scenario == "offline" else "") + "; use mode inference")
 
-    def _validate_engine_options(self) -> None:
-        if self.torch.compile is not None:
-            _choice("torch.compile", self.torch.compile, list(COMPILE_MODES))
-        _choice("ort.graph_optimization", self.ort.graph_optimization, list(GRAPH_OPTIMIZATION))
-        _choice("ort.execution_mode", self.ort.execution_mode, list(EXECUTION_MODES))
-        if self.ort.inter_op_threads is not None:
-            _positive_int("ort.inter_op_threads", self.ort.inter_op_threads, upper=4096)
-        if self.ort.provider is not None and not str(self.ort.provider).endswith("ExecutionProvider"):
-            raise SpecError("ort.provider", f"{self.ort.provider!r} is not an execution provider name "
-                                            "(e.g. CPUExecutionProvider, CUDAExecutionProvider)")
-        _positive_int("ort.opset", self.ort.opset, upper=30)
+def spec_fields() -> list[OptionField]:
+    """Every option a run takes, as the command line and the run form see it, from the spec and the registries.
+
+    Paths: RunSpec fields by name, "generation.x", "limits.x", "<backend>.x" for a backend's options and
+    "scenario_options.x" for scenario options (one entry per option name, listing the scenarios that take it).
+    """
+    from engines import scenarios
+
+    dynamic = {"engine": tuple(backends.names()), "scenario": tuple(scenarios.names()),
+               "precision": backends.precisions()}
+    found = []
+    for fld in fields_of(RunSpec):
+        if fld.name in dynamic:
+            fld = dataclasses.replace(fld, kind="choice", choices=dynamic[fld.name],
+                                      help=f"{fld.help}: {' | '.join(dynamic[fld.name])}")
+        found.append(fld)
+    found += fields_of(GenerationOptions, "generation.") + fields_of(RunLimits, "limits.")
+    for info in backends.infos():
+        found += fields_of(info.options, f"{info.name}.")
+    merged: dict[str, OptionField] = {}
+    helps: dict[str, list[str]] = {}
+    for info in scenarios.infos():
+        for fld in fields_of(info.options, "scenario_options."):
+            known = merged.get(fld.path)
+            merged[fld.path] = dataclasses.replace(known or fld, scenarios=(*(known.scenarios if known else ()),
+                                                                            info.name))
+            if fld.help not in helps.setdefault(fld.path, []):
+                helps[fld.path].append(fld.help)
+    found += [dataclasses.replace(fld, help="; ".join(helps[path])) for path, fld in merged.items()]
+    return found
 
 
 def is_model_path(model: str) -> bool:
@@ -313,25 +257,73 @@ def is_model_path(model: str) -> bool:
 def _from_dict(cls, data: Any, prefix: str):
     if isinstance(data, cls):
         return data
+    if data is None:
+        return cls()
     if not isinstance(data, dict):
         raise SpecError(prefix.rstrip(".") or "spec", f"expected a mapping, got {type(data).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise SpecError(f"{prefix}{unknown[0]}", f"unknown field; known fields are {', '.join(sorted(fields))}")
-    values = {}
+    return cls(**data)
+
+
+def _engine_options(given: Any) -> dict[str, Any]:
+    if not isinstance(given, dict):
+        raise SpecError("engine_options", f"expected a mapping of engine to options, got {type(given).__name__}")
+    unknown = sorted(set(given) - set(backends.names()))
+    if unknown:
+        raise SpecError(f"engine_options.{unknown[0]}", f"unknown engine; known engines are "
+                                                        f"{', '.join(backends.names())}")
+    return {info.name: _from_dict(info.options, given.get(info.name), f"{info.name}.") for info in backends.infos()}
+
+
+def _scenario_options(scenario: str, given: Any) -> Any:
+    """The options as the scenario's own class. An option of another scenario left at its default is dropped
+    (a flat form or an older spec carries them all); one that was set is an error naming where it applies."""
+    from engines import scenarios
+
+    if scenario not in scenarios.names():
+        return given  # validate() names the unknown scenario
+    cls = scenarios.info(scenario).options
+    if isinstance(given, cls):
+        return given
+    if given is None:
+        return cls()
+    data = dataclasses.asdict(given) if dataclasses.is_dataclass(given) else given
+    if not isinstance(data, dict):
+        raise SpecError("scenario_options", f"expected a mapping, got {type(data).__name__}")
+    own = {f.name for f in dataclasses.fields(cls)}
+    kept = {}
     for name, value in data.items():
-        nested = _NESTED.get((cls, name))
-        values[name] = _from_dict(nested, value or {}, f"{prefix}{name}.") if nested else value
-    return cls(**values)
+        if name in own:
+            kept[name] = value
+            continue
+        takers = scenarios.takers(name)
+        if not takers:
+            known = sorted({f.name for i in scenarios.infos() for f in dataclasses.fields(i.options)})
+            raise SpecError(f"scenario_options.{name}", f"unknown field; known fields are {', '.join(known)}")
+        if value not in (None, False, {}, []):
+            where = f"scenario {takers[0]}" if len(takers) == 1 else \
+                f"the {', '.join(takers[:-1])} and {takers[-1]} scenarios"
+            raise SpecError(f"scenario_options.{name}", f"scenario {scenario} does not use it; it applies to {where}")
+    return cls(**kept)
 
 
-_NESTED = {(RunSpec, "limits"): RunLimits, (RunSpec, "torch"): TorchOptions, (RunSpec, "ort"): OrtOptions,
-           (RunSpec, "generation"): GenerationOptions, (RunSpec, "scenario_options"): ScenarioOptions}
+def _check_options(options: Any, prefix: str) -> None:
+    check_fields(options, prefix)
+    if hasattr(options, "check"):
+        options.check(prefix)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+def _upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
+    data = {**data, "version": SPEC_VERSION}
+    engine_options = dict(data.get("engine_options") or {})
+    for key, backend in _LEGACY_ENGINE_KEYS.items():
+        if key in data:
+            engine_options[backend] = data.pop(key)
+    data["engine_options"] = engine_options
+    return data
 
 
 def _is_indexed(target: str, prefix: str) -> bool:
@@ -347,8 +339,3 @@ def _choice(name: str, value: Any, allowed: list[str], hint: str = "") -> None:
 def _positive_int(name: str, value: Any, upper: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= upper:
         raise SpecError(name, f"must be a whole number from 1 to {upper}, got {value!r}")
-
-
-def _positive_number(name: str, value: Any, upper: float) -> None:
-    if not _is_number(value) or not 0 < value <= upper:
-        raise SpecError(name, f"must be a number > 0 and ≤ {upper:g}, got {value!r}")

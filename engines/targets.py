@@ -10,6 +10,8 @@ import os
 import platform
 from typing import Any
 
+from engines import backends
+
 # The ISA features that decide AI throughput on a CPU, as /proc/cpuinfo names them.
 CPU_FEATURES = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16",
                 "amx_tile", "amx_bf16", "amx_int8", "asimd", "sve", "sve2", "bf16", "i8mm")
@@ -46,12 +48,12 @@ def _cpu(torch_state: dict[str, Any], ort_state: dict[str, Any]) -> dict[str, An
     if torch_state["available"]:
         bf16_note = "" if {"avx512_bf16", "amx_bf16", "bf16"} & set(features) else \
             "emulated: this CPU has no AVX512-BF16/AMX, expect it to be slower than fp32"
-        engines["torch"] = _engine(True, precisions=["fp32", "bf16", "fp16", "int8"],
+        engines["torch"] = _engine(True, precisions=_offered("torch", "cpu"),
                                    notes={"bf16": bf16_note} if bf16_note else {},
                                    version=torch_state["version"])
     else:
         engines["torch"] = _engine(False, torch_state["reason"])
-    engines["onnxruntime"] = _ort_engine(ort_state, "cpu", ["fp32", "int8"])
+    engines["onnxruntime"] = _ort_engine(ort_state, "cpu", _offered("onnxruntime", "cpu"))
     return {"id": "cpu", "name": info["name"], "kind": "cpu", "available": True, "reason": "",
             "engines": [name for name, e in engines.items() if e["available"]], "engine_details": engines,
             "cores": info["cores"], "threads": os.cpu_count(), "isa": features,
@@ -101,10 +103,10 @@ def _cuda(torch_state: dict[str, Any], ort_state: dict[str, Any], nvml: dict[str
     for index in range(count):
         device = torch_devices[index] if index < len(torch_devices) else {}
         board = nvml["devices"][index] if index < len(nvml.get("devices", [])) else {}
-        engines = {"torch": _engine(True, precisions=["fp32", "fp16", "bf16"] if device.get("bf16") else
-                                    ["fp32", "fp16"], version=torch_state.get("version"))
+        torch_precisions = [p for p in _offered("torch", "cuda") if p != "bf16" or device.get("bf16")]
+        engines = {"torch": _engine(True, precisions=torch_precisions, version=torch_state.get("version"))
                    if device else _engine(False, torch_state.get("cuda_reason") or "PyTorch sees no CUDA device"),
-                   "onnxruntime": _ort_engine(ort_state, "cuda", ["fp32", "fp16", "int8"])}
+                   "onnxruntime": _ort_engine(ort_state, "cuda", _offered("onnxruntime", "cuda"))}
         target = {"id": f"cuda:{index}", "name": device.get("name") or board.get("name") or "CUDA GPU",
                   "kind": "gpu", "engine_details": engines,
                   "engines": [name for name, e in engines.items() if e["available"]],
@@ -119,8 +121,8 @@ def _cuda(torch_state: dict[str, Any], ort_state: dict[str, Any], nvml: dict[str
 
 def _mps(torch_state: dict[str, Any], ort_state: dict[str, Any]) -> dict[str, Any]:
     if torch_state.get("mps"):
-        engines = {"torch": _engine(True, precisions=["fp32", "fp16", "bf16"], version=torch_state["version"]),
-                   "onnxruntime": _ort_engine(ort_state, "mps", ["fp32"])}
+        engines = {"torch": _engine(True, precisions=_offered("torch", "mps"), version=torch_state["version"]),
+                   "onnxruntime": _ort_engine(ort_state, "mps", _offered("onnxruntime", "mps"))}
         return {"id": "mps", "name": "Apple GPU (MPS)", "kind": "gpu", "available": True, "reason": "",
                 "engines": [name for name, e in engines.items() if e["available"]], "engine_details": engines}
     reason = "not an Apple-silicon Mac" if platform.system() != "Darwin" else "MPS is not available in this PyTorch"
@@ -133,6 +135,11 @@ def _missing(target_id: str, name: str, reason: str) -> dict[str, Any]:
 
 
 # ---- Engines
+def _offered(backend: str, kind: str) -> list[str]:
+    """The precisions a backend declares for a kind of target (engines.backends); discovery narrows them."""
+    return list(backends.info(backend).precisions.get(kind, ()))
+
+
 def _engine(available: bool, reason: str = "", precisions: list[str] | None = None,
             notes: dict[str, str] | None = None, version: str | None = None, **extra: Any) -> dict[str, Any]:
     return {"available": available, "reason": reason, "precisions": precisions or [], "notes": notes or {},

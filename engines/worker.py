@@ -7,17 +7,19 @@ or later on a Ray node.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
 import platform
 import sys
+import tempfile
 import threading
 import time
 import traceback
 from collections.abc import Callable
 from typing import Any
 
-from engines import backends, hygiene, protocol, scenarios
+from engines import backends, hygiene, profiling, protocol, scenarios
 from engines.spec import RunSpec, SpecError
 
 Emit = Callable[[dict[str, Any]], None]
@@ -46,6 +48,9 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
                        versions=model.versions, details=model.details))
     try:
         result = scenarios.module(spec.scenario).run(model, spec, emit, cancelled)
+        if spec.profile_iterations and not cancelled():
+            emit(protocol.make("phase", phase="profiling", t_ns=time.perf_counter_ns()))
+            emit(protocol.make("profile", **_profile(model, spec)))
     except Exception as exc:  # noqa: BLE001
         emit(_error("runtime", exc, f"{spec.model} failed while running"))
         return
@@ -81,6 +86,49 @@ def _listen(conn, cancel: threading.Event) -> None:
             os._exit(3)
         if isinstance(message, dict) and message.get("cmd") == "cancel":
             cancel.set()
+
+
+def _profile(model, spec: RunSpec) -> dict[str, Any]:
+    """The engine's profile over `spec.profile_iterations` more calls, after the timed measurement.
+
+    A profile that fails leaves the measured run intact: the event then carries no ops and says why. The Chrome
+    trace goes to a temporary file; the console moves it next to its history.
+    """
+    iterations = int(spec.profile_iterations)
+    if model.profile is None:
+        return profiling.profile_event(spec.engine, iterations, 0.0, [], None,
+                                       [f"the {spec.engine} backend has no profiler hook: no op table"])
+    handle, trace_path = tempfile.mkstemp(prefix="labconsole-trace-", suffix=".json")
+    os.close(handle)
+    try:
+        event, counters, note = _counted(lambda: model.profile(iterations, trace_path))
+    except Exception as exc:  # noqa: BLE001 — the measurement is done and stays valid without a profile
+        with contextlib.suppress(OSError):
+            os.unlink(trace_path)
+        return profiling.profile_event(spec.engine, iterations, 0.0, [], None,
+                                       [f"profiling failed ({type(exc).__name__}: {exc}); the timed "
+                                        "measurement is unaffected"])
+    if not os.path.getsize(trace_path):
+        os.unlink(trace_path)
+        event["trace_path"] = None
+    event["counters"] = counters
+    if note:
+        event["notes"] = [*event.get("notes", []), note]
+    return event
+
+
+def _counted(run: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any] | None, str]:
+    """Run the profile inside the hardware counters (engines.counters) when this build has them.
+
+    engines.counters.measure(run) → (run's result, COUNTERS); without the module the profile still runs, and the
+    note says why there are no counters.
+    """
+    try:
+        from engines.counters import measure
+    except ImportError:
+        return run(), None, "hardware counters: not read (engines.counters.measure is not part of this build)"
+    result, counters = measure(run)
+    return result, counters, ""
 
 
 def _timed_read(path: str) -> dict[str, Any]:

@@ -90,16 +90,7 @@ def check(deb_tools: bool = True) -> None:
         packages = sorted({TOOL_PACKAGES[t] for t in missing})
         raise BuildError(f"missing {', '.join(missing)} (PyInstaller reads shared libraries with objdump and ldd; "
                          f"the .deb is made by dpkg-deb): run `apt-get install {' '.join(packages)}`")
-    try:
-        from PyInstaller.depend.bindepend import get_python_library_path
-
-        get_python_library_path()
-    except ImportError as exc:
-        raise BuildError(f"PyInstaller is not installed in this Python ({exc}): run `make setup`") from exc
-    except Exception as exc:  # noqa: BLE001 — PythonLibraryNotFoundError and friends
-        version = f"{sys.version_info.major}.{sys.version_info.minor}"
-        raise BuildError(f"this Python has no shared libpython ({exc}): run `apt-get install libpython{version}` "
-                         f"(or use a Python built with --enable-shared)") from exc
+    _require_pyinstaller()
     sources = _site_binaries()
     _require_libraries(sources, "the Qt, torch and onnxruntime libraries this bundle carries")
     print(f"packaging: build machine ok ({len(sources)} libraries checked)")
@@ -272,6 +263,21 @@ def _resolve_all(files: list[Path], bundle_dir: Path | None) -> tuple[set[str], 
                                        or not Path(resolved).resolve().is_relative_to(bundle_dir.resolve())):
                 used.add(resolved)
     return used, missing
+
+
+def _require_pyinstaller() -> None:
+    """PyInstaller (the `package` extra, not a dependency of the app) and the shared libpython it bundles."""
+    try:
+        from PyInstaller.depend.bindepend import get_python_library_path
+
+        get_python_library_path()
+    except ImportError as exc:
+        raise BuildError(f"PyInstaller is not installed in this Python ({exc}); it is in the `package` extra: run "
+                         "`make package` (it installs the extra) or `.venv/bin/pip install -e '.[package]'`") from exc
+    except Exception as exc:  # noqa: BLE001 — PythonLibraryNotFoundError and friends
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        raise BuildError(f"this Python has no shared libpython ({exc}): run `apt-get install libpython{version}` "
+                         f"(or use a Python built with --enable-shared)") from exc
 
 
 def _require_libraries(files: list[Path], what: str, bundle_dir: Path | None = None) -> None:

@@ -26,6 +26,8 @@ ALWAYS_HIDDEN = ["onnxruntime", "psutil"]
 EXCLUDED_MODULES = [
     # Other Qt bindings (pyqtgraph and others probe for them): one binding, PySide6, is enough.
     "PyQt5", "PyQt6", "PySide2", "qtpy",
+    # The cluster extra (Ray) is for pip installs: the bundle's `labconsole node|cluster` say how to get it.
+    "ray",
     # Qt modules the window does not use (the PySide6 hooks would otherwise collect their libraries and plugins).
     "PySide6.QtWebEngineCore", "PySide6.QtWebEngineWidgets", "PySide6.QtWebEngineQuick", "PySide6.QtWebChannel",
     "PySide6.QtWebSockets", "PySide6.QtQml", "PySide6.QtQuick", "PySide6.QtQuickWidgets", "PySide6.QtQuick3D",
@@ -80,16 +82,19 @@ METADATA = ["torch", "onnxruntime", "PySide6_Essentials", "shiboken6", "numpy", 
 
 
 def _registry_modules() -> list[str]:
-    """Every module named in the engine, model, scenario and telemetry registries."""
+    """Every module named in the engine, model, scenario, telemetry and page registries (imported by name, so
+    PyInstaller's import graph cannot see them: a page missing here is a ModuleNotFoundError in the bundle)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     backends = importlib.import_module("engines.backends")
     catalog = importlib.import_module("engines.catalog")
     scenarios = importlib.import_module("engines.scenarios")
     telemetry = importlib.import_module("console.telemetry.registry")
-    found = list(backends.MODULES.values()) + [e.module for e in catalog.ENTRIES.values()]
-    found += list(scenarios.MODULES.values())
+    found = [i.module for i in backends.infos()] + [e.module for e in catalog.ENTRIES.values()]
+    found += [i.module for i in scenarios.infos()]
     found += [target.partition(":")[0] for target in telemetry.SOURCES.values() if isinstance(target, str)]
+    pages = importlib.import_module("console.ui.pages")  # the standard library only, by design
+    found += [info.factory.partition(":")[0] for info in pages.PAGES if isinstance(info.factory, str)]
     return found
 
 

@@ -2,11 +2,17 @@
 
 A lab history grows to thousands of runs, so this is a model/view table (rows formatted once, when set) rather
 than a widget per cell. Numbers sort as numbers, a run without a summary sorts last, and the order given (newest
-first) is kept until a header is clicked.
+first) is kept until a header is clicked. Rows come either as stored runs (a `summary` dict) or as the history's
+narrow listing rows (`p50_ms`, `throughput_per_s`, `valid` as plain columns), which list thousands of runs
+without decoding their JSON.
+
+Tags and Note are edited in place (double-click or F2 on their cell); the table only reports the edit
+(`sig_tags_edited`, `sig_note_edited`): whoever owns the history writes it, and reloads if the write is refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -17,17 +23,19 @@ from widgets.formatting import MISSING, format_number
 
 COLUMNS = (
     "Started", "Name", "Model", "Engine", "Target", "Batch", "Status", "p50 (ms)", "Throughput (/s)", "Run ID",
+    "Valid", "Baseline", "Tags", "Note",
 )
-COL_STARTED, COL_NAME, COL_MODEL, COL_ENGINE, COL_TARGET, COL_BATCH, COL_STATUS, COL_P50, COL_THROUGHPUT, COL_ID = (
-    range(len(COLUMNS))
-)
+(COL_STARTED, COL_NAME, COL_MODEL, COL_ENGINE, COL_TARGET, COL_BATCH, COL_STATUS, COL_P50, COL_THROUGHPUT, COL_ID,
+ COL_VALID, COL_BASELINE, COL_TAGS, COL_NOTE) = range(len(COLUMNS))
 _NUMERIC_COLUMNS = frozenset({COL_BATCH, COL_P50, COL_THROUGHPUT})
+EDITABLE_COLUMNS = frozenset({COL_TAGS, COL_NOTE})
 _FILTERED_FIELDS = ("model", "engine", "target", "status", "name")
+BASELINE_MARK = "★"
 _RIGHT = QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter
 _LEFT = QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignVCenter
 
 
-def _local_time(iso) -> tuple[str, float | None]:
+def local_time(iso) -> tuple[str, float | None]:
     """ISO time → local "YYYY-MM-DD HH:MM:SS" and epoch seconds; a time without a zone is taken as local."""
     if not isinstance(iso, str) or not iso:
         return MISSING, None
@@ -53,6 +61,11 @@ def _number(value) -> float | None:
     return x if x == x else None  # NaN is "missing"
 
 
+def parse_tags(text: str) -> list[str]:
+    """Comma-separated text → tags, trimmed, empty ones dropped, each once (the history keeps them so too)."""
+    return list(dict.fromkeys(part.strip() for part in str(text or "").split(",") if part.strip()))
+
+
 @dataclass(frozen=True)
 class _Row:
     run_id: str
@@ -60,19 +73,40 @@ class _Row:
     started_iso: str
     display: tuple[str, ...]
     sort_keys: tuple  # per column: (0, value) or (1, 0) when missing, so missing sorts last ascending
-    haystack: str  # lower-cased text the filter searches
+    fields_text: str  # lower-cased model, engine, target, status and name
+    tags: tuple[str, ...] = ()
+    note: str = ""
+    valid: bool | None = None
+
+    @property
+    def haystack(self) -> str:
+        """Lower-cased text the filter box searches: the fields, the tags and the note."""
+        return " ".join([self.fields_text, *self.tags, self.note]).lower()
 
 
-def _make_row(run: dict) -> _Row:
+def _figures(run: dict) -> tuple[float | None, float | None, bool | None]:
+    """p50 (ms), throughput (/s) and validity from a stored run's summary or a narrow listing row."""
+    summary = run.get("summary") if isinstance(run.get("summary"), dict) else None
+    if summary is not None:
+        latency = summary.get("latency_ms") if isinstance(summary.get("latency_ms"), dict) else {}
+        valid = summary.get("valid")
+        return (_number(latency.get("p50")), _number(summary.get("throughput_per_s")),
+                None if valid is None else bool(valid))
+    valid = run.get("valid")
+    return _number(run.get("p50_ms")), _number(run.get("throughput_per_s")), None if valid is None else bool(valid)
+
+
+def _make_row(run: dict, baseline: bool = False) -> _Row:
     run_id = str(run.get("run_id") or "")
     status = str(run.get("status") or "")
-    started_text, started_epoch = _local_time(run.get("started_at"))
-    summary = run.get("summary") if isinstance(run.get("summary"), dict) else {}
-    latency = summary.get("latency_ms") if isinstance(summary.get("latency_ms"), dict) else {}
+    started_text, started_epoch = local_time(run.get("started_at"))
+    p50, throughput, valid = _figures(run)
+    if status != "completed" and valid is False:
+        valid = None  # a failed run was never judged; "no" would suggest it was measured and found wanting
     batch = _number(run.get("batch"))
-    p50 = _number(latency.get("p50"))
-    throughput = _number(summary.get("throughput_per_s"))
     texts = {f: str(run.get(f) or "") for f in ("name", "model", "engine", "target")}
+    tags = tuple(str(t) for t in (run.get("tags") or []) if isinstance(t, str))
+    note = str(run.get("note") or "")
 
     def key(value):
         return (1, 0) if value is None or value == "" else (0, value)
@@ -81,14 +115,18 @@ def _make_row(run: dict) -> _Row:
         started_text, texts["name"], texts["model"], texts["engine"], texts["target"],
         MISSING if batch is None else f"{int(batch):,}", status,
         format_number(p50), format_number(throughput), run_id[:8],
+        {True: "yes", False: "no", None: MISSING}[valid], BASELINE_MARK if baseline else "", ", ".join(tags),
+        note.replace("\n", " "),
     )
     sort_keys = (
         key(started_epoch if started_epoch is not None else (started_text if started_text != MISSING else None)),
         key(texts["name"].lower()), key(texts["model"].lower()), key(texts["engine"].lower()),
         key(texts["target"].lower()), key(batch), key(status.lower()), key(p50), key(throughput), key(run_id),
+        key(None if valid is None else int(valid)), key(1 if baseline else None), key(", ".join(tags).lower()),
+        key(note.lower()),
     )
-    haystack = " ".join(str(run.get(f) or "") for f in _FILTERED_FIELDS).lower()
-    return _Row(run_id, status, str(run.get("started_at") or ""), display, sort_keys, haystack)
+    fields_text = " ".join(str(run.get(f) or "") for f in _FILTERED_FIELDS).lower()
+    return _Row(run_id, status, str(run.get("started_at") or ""), display, sort_keys, fields_text, tags, note, valid)
 
 
 class _RunsTableModel(QtCore.QAbstractTableModel):
@@ -98,10 +136,50 @@ class _RunsTableModel(QtCore.QAbstractTableModel):
         super().__init__(parent)
         self._rows: list[_Row] = []
 
-    def set_runs(self, runs: list[dict]) -> None:
+    sig_tags_edited = QtCore.Signal(str, list)  # run_id, tags
+    sig_note_edited = QtCore.Signal(str, str)  # run_id, note ("" clears it)
+
+    def set_runs(self, runs: list[dict], baseline_ids: frozenset[str] = frozenset()) -> None:
         self.beginResetModel()
-        self._rows = [_make_row(run) for run in runs]
+        self._rows = [_make_row(run, str(run.get("run_id")) in baseline_ids) for run in runs]
         self.endResetModel()
+
+    def flags(self, index: QtCore.QModelIndex) -> QtCore.Qt.ItemFlag:
+        flags = super().flags(index)
+        if index.isValid() and index.column() in EDITABLE_COLUMNS:
+            flags |= QtCore.Qt.ItemFlag.ItemIsEditable
+        return flags
+
+    def setData(self, index: QtCore.QModelIndex, value, role: int = QtCore.Qt.ItemDataRole.EditRole) -> bool:
+        """An edited tag list or note: the row shows it at once and the edit is reported (the owner stores it)."""
+        if role != QtCore.Qt.ItemDataRole.EditRole or not index.isValid() or index.column() not in EDITABLE_COLUMNS:
+            return False
+        row = self._rows[index.row()]
+        if index.column() == COL_TAGS:
+            tags = parse_tags(str(value or ""))
+            if tuple(tags) == row.tags:
+                return False
+            self._replace(index.row(), tags=tags, note=row.note)
+            self.dataChanged.emit(index, index)
+            self.sig_tags_edited.emit(row.run_id, tags)
+        else:
+            note = str(value or "").strip()
+            if note == row.note:
+                return False
+            self._replace(index.row(), tags=list(row.tags), note=note)
+            self.dataChanged.emit(index, index)
+            self.sig_note_edited.emit(row.run_id, note)
+        return True
+
+    def _replace(self, position: int, tags: list[str], note: str) -> None:
+        row = self._rows[position]
+        display = list(row.display)
+        display[COL_TAGS], display[COL_NOTE] = ", ".join(tags), note.replace("\n", " ")
+        keys = list(row.sort_keys)
+        keys[COL_TAGS] = (0, display[COL_TAGS].lower()) if tags else (1, 0)
+        keys[COL_NOTE] = (0, note.lower()) if note else (1, 0)
+        self._rows[position] = dataclasses.replace(row, display=tuple(display), sort_keys=tuple(keys),
+                                                   tags=tuple(tags), note=note)
 
     def row(self, row: int) -> _Row:
         return self._rows[row]
@@ -119,6 +197,8 @@ class _RunsTableModel(QtCore.QAbstractTableModel):
         column = index.column()
         if role == QtCore.Qt.ItemDataRole.DisplayRole:
             return row.display[column]
+        if role == QtCore.Qt.ItemDataRole.EditRole:
+            return ", ".join(row.tags) if column == COL_TAGS else row.note if column == COL_NOTE else row.display[column]
         if role == QtCore.Qt.ItemDataRole.TextAlignmentRole:
             return _RIGHT if column in _NUMERIC_COLUMNS else _LEFT
         if role == QtCore.Qt.ItemDataRole.ForegroundRole and column == COL_STATUS:
@@ -133,6 +213,12 @@ class _RunsTableModel(QtCore.QAbstractTableModel):
                 return row.started_iso
             if column in (COL_P50, COL_THROUGHPUT) and row.display[column] == MISSING:
                 return "not available"
+            if column in EDITABLE_COLUMNS:
+                shown = {COL_TAGS: ", ".join(row.tags), COL_NOTE: row.note}[column]
+                return (shown + "\n\n" if shown else "") + "Double-click or F2 to edit" + (
+                    " (tags separated by commas)" if column == COL_TAGS else "")
+            if column == COL_BASELINE and row.display[column]:
+                return "the baseline of this run's configuration: later runs of it are compared with this one"
             return None
         return None
 
@@ -147,7 +233,8 @@ class _RunsTableModel(QtCore.QAbstractTableModel):
 
 
 class _RunsFilterProxy(QtCore.QSortFilterProxyModel):
-    """Keeps rows whose model/engine/target/status/name contain every filter word; sorts on typed keys."""
+    """Keeps rows whose model/engine/target/status/name, tags or note contain every filter word; sorts on typed
+    keys."""
 
     def __init__(self, parent: QtCore.QObject | None = None):
         super().__init__(parent)
@@ -180,10 +267,12 @@ class _RunsFilterProxy(QtCore.QSortFilterProxyModel):
 
 
 class HistoryTable(QtWidgets.QWidget):
-    """Filter box over the table of past runs."""
+    """Filter box over the table of past runs; several runs can be selected (Shift/Ctrl-click)."""
 
     sig_run_activated = QtCore.Signal(str)  # run_id, on double-click or Enter
     sig_selection_changed = QtCore.Signal(list)  # selected run ids, in view order
+    sig_tags_edited = QtCore.Signal(str, list)  # run_id, tags: edited in the Tags cell
+    sig_note_edited = QtCore.Signal(str, str)  # run_id, note ("" clears it): edited in the Note cell
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -192,7 +281,7 @@ class HistoryTable(QtWidgets.QWidget):
         self._proxy.setSourceModel(self._model)
 
         self._filter = QtWidgets.QLineEdit()
-        self._filter.setPlaceholderText("Filter by model, engine, target, status or name")
+        self._filter.setPlaceholderText("Search model, engine, target, status, name, tags or note")
         self._filter.setClearButtonEnabled(True)
         self._filter.setFont(theme.font(theme.BASE_PT))
         self._filter.textChanged.connect(self._on_filter_changed)
@@ -205,7 +294,9 @@ class HistoryTable(QtWidgets.QWidget):
         self._view.setFont(theme.font(theme.BASE_PT))
         self._view.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
         self._view.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.ExtendedSelection)
-        self._view.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        # Only Tags and Note are editable (the model says so); elsewhere a double-click opens the run.
+        self._view.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.DoubleClicked
+                                   | QtWidgets.QAbstractItemView.EditTrigger.EditKeyPressed)
         self._view.setAlternatingRowColors(True)
         self._view.setWordWrap(False)
         self._view.setShowGrid(False)
@@ -220,6 +311,8 @@ class HistoryTable(QtWidgets.QWidget):
         self._view.setSortingEnabled(True)
         self._view.activated.connect(self._on_activated)  # double-click and Enter
         self._view.selectionModel().selectionChanged.connect(self._on_selection_changed)
+        self._model.sig_tags_edited.connect(self.sig_tags_edited)
+        self._model.sig_note_edited.connect(self.sig_note_edited)
         self._sized = False
 
         top = QtWidgets.QHBoxLayout()
@@ -232,12 +325,18 @@ class HistoryTable(QtWidgets.QWidget):
         self._update_count()
 
     # ---- Public API
-    def set_runs(self, runs: list[dict]) -> None:
-        """Replace the rows (newest first, as given); the filter, sort column and selected runs are kept."""
+    def set_runs(self, runs: list[dict], baseline_ids=frozenset()) -> None:
+        """Replace the rows (newest first, as given); the filter, sort column and selected runs are kept.
+        `baseline_ids`: runs that are their configuration's baseline (marked in the Baseline column)."""
         selected = set(self.selected_run_ids())
-        self._model.set_runs(runs)
+        self._model.set_runs(runs, frozenset(baseline_ids))
         if not self._sized and runs:
             self._view.resizeColumnsToContents()
+            header_metrics = QtGui.QFontMetrics(self._view.horizontalHeader().font())
+            for column in (COL_VALID, COL_BASELINE):  # "yes" and "★" need no more than their header
+                self._view.setColumnWidth(column, header_metrics.horizontalAdvance(COLUMNS[column]) + 18)
+            for column in EDITABLE_COLUMNS:  # room to read a few tags and the start of a note
+                self._view.setColumnWidth(column, max(self._view.columnWidth(column), 120))
             self._sized = True
         if selected:
             self._select_ids(selected)
@@ -265,6 +364,36 @@ class HistoryTable(QtWidgets.QWidget):
 
     def cell_text(self, row: int, column: int) -> str:
         return self._proxy.index(row, column).data() or ""
+
+    def select_run_ids(self, run_ids) -> None:
+        """Select these runs (those shown); the others are deselected."""
+        self._select_ids(set(run_ids))
+
+    def current_run_id(self) -> str | None:
+        """The run of the current row (the keyboard focus), else the first selected one."""
+        index = self._view.currentIndex()
+        if index.isValid() and self._view.selectionModel().isRowSelected(index.row(), QtCore.QModelIndex()):
+            return self.run_id_at(index.row())
+        selected = self.selected_run_ids()
+        return selected[0] if selected else None
+
+    def tags_and_note(self, run_id: str) -> tuple[list[str], str]:
+        """The tags and note shown for a run (([], "") if it is not listed)."""
+        for position in range(self._model.rowCount()):
+            row = self._model.row(position)
+            if row.run_id == run_id:
+                return list(row.tags), row.note
+        return [], ""
+
+    def edit_cell(self, run_id: str, column: int) -> bool:
+        """Open the in-place editor of a run's Tags or Note cell; False if the run is not shown."""
+        for row in range(self._proxy.rowCount()):
+            if self.run_id_at(row) == run_id:
+                index = self._proxy.index(row, column)
+                self._view.setCurrentIndex(index)
+                self._view.edit(index)
+                return True
+        return False
 
     @property
     def view(self) -> QtWidgets.QTableView:

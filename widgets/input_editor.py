@@ -11,7 +11,6 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from widgets import theme
 
 _COLUMNS = ("Input", "dtype", "Declared shape", "Value")
-_INVALID = QtGui.QColor("#fde2e1")
 
 
 def _is_dynamic(dim) -> bool:
@@ -130,6 +129,6 @@ class InputEditor(QtWidgets.QWidget):
         for row, spec in enumerate(self._inputs):
             item = self._table.item(row, 3)
             ok = not self._needs_value(spec) or spec["name"] in shapes or spec["name"] in scalars
-            item.setBackground(QtGui.QBrush() if ok else QtGui.QBrush(_INVALID))
+            item.setBackground(QtGui.QBrush() if ok else QtGui.QBrush(theme.tint(theme.BAD, 0.25)))  # readable light or dark
         self._table.blockSignals(False)
         self.sig_changed.emit()

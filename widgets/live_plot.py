@@ -16,7 +16,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from widgets import theme
+from widgets import chart_export, theme
 from widgets.formatting import format_number
 from widgets.ring_buffer import RingBuffer
 
@@ -25,6 +25,9 @@ REFRESH_INTERVAL_MS = 100
 P99_MIN_SAMPLES = 662
 # Below this many points each iteration gets a dot; above, dots would only blur the line.
 _SYMBOL_MAX_POINTS = 2000
+# A missing sensor is a short label in the plot ("power: not available"); the reason, often a paragraph with
+# the fix, is its tooltip. Longer than this, the label would wrap into the paragraph it replaces.
+UNAVAILABLE_LABEL_MAX = 40
 
 
 # ---- Shared refresh timer
@@ -95,6 +98,7 @@ class _Band:
     t0: float
     t1: float | None  # None: still open, follows the newest data
     label: str
+    color: str
     region: pg.LinearRegionItem
 
 
@@ -199,17 +203,30 @@ class _TimePlot(QtWidgets.QWidget):
         self._plot_widget = pg.PlotWidget(background=theme.BACKGROUND)
         self._plot: pg.PlotItem = self._plot_widget.getPlotItem()
         theme.style_plot(self._plot, x_label="time (s)", y_label=y_axis_label)
+        chart_export.set_title(self._plot, self._title)
 
-        self._unavailable = QtWidgets.QLabel("")
-        self._unavailable.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
-        self._unavailable.setWordWrap(True)
-        self._unavailable.setFont(theme.font(theme.TITLE_PT))
-        self._unavailable.setStyleSheet(
-            f"color: {theme.MUTED}; background: {theme.PANEL}; border: 1px dashed {theme.BORDER};"
+        self._subject = y_axis_label.split(" (")[0]  # "power (W)" → "power": what the short label names
+        self._unavailable_details = ""
+        self._unavailable_page = QtWidgets.QFrame()
+        self._unavailable_page.setObjectName("unavailablePanel")
+        self._unavailable_page.setStyleSheet(
+            f"QFrame#unavailablePanel {{ background: {theme.PANEL}; border: 1px dashed {theme.BORDER}; }}"
         )
+        self._unavailable_page.setCursor(QtCore.Qt.CursorShape.WhatsThisCursor)
+        self._unavailable = QtWidgets.QLabel("")
+        self._unavailable.setFont(theme.font(theme.AXIS_LABEL_PT, bold=True))
+        self._unavailable.setStyleSheet(f"color: {theme.MUTED};")
+        self._unavailable_hint = QtWidgets.QLabel("hover for why")
+        self._unavailable_hint.setFont(theme.font(theme.SMALL_PT))
+        self._unavailable_hint.setStyleSheet(f"color: {theme.MUTED};")
+        page_layout = QtWidgets.QVBoxLayout(self._unavailable_page)
+        page_layout.addStretch(1)
+        for label in (self._unavailable, self._unavailable_hint):
+            page_layout.addWidget(label, 0, QtCore.Qt.AlignmentFlag.AlignCenter)
+        page_layout.addStretch(1)
         self._stack = QtWidgets.QStackedWidget()
         self._stack.addWidget(self._plot_widget)
-        self._stack.addWidget(self._unavailable)
+        self._stack.addWidget(self._unavailable_page)
 
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 0)
@@ -237,20 +254,21 @@ class _TimePlot(QtWidgets.QWidget):
         self._redraw()
         self._update_open_band()
 
-    def add_band(self, t0_s: float, t1_s: float | None = None, label: str = "") -> None:
-        """Shade a run phase from ``t0_s`` to ``t1_s`` seconds, with its name at the top.
+    def add_band(self, t0_s: float, t1_s: float | None = None, label: str = "", color: str | None = None) -> None:
+        """Shade a span from ``t0_s`` to ``t1_s`` seconds in ``color`` (hex; the theme's neutral band colour when
+        None), with ``label`` at the top — a run phase, or a throttled GPU.
 
         ``t1_s=None`` leaves the band open: it follows the newest data until the next band starts, which closes it.
-        So a caller can simply add a band at each phase change (loading, warmup, measuring).
+        So a caller can simply add a band at each phase change (loading, warm-up, measuring).
         """
         t0 = float(t0_s)
         self.end_band(t0)
-        color = theme.phase_color(label)
+        color = color or theme.BAND_COLOR
         region = pg.LinearRegionItem(
             values=(t0, t0 if t1_s is None else float(t1_s)),
             orientation="vertical",
             movable=False,
-            brush=pg.mkBrush(theme.qcolor(color, 40)),
+            brush=pg.mkBrush(theme.qcolor(color, theme.BAND_ALPHA)),
             pen=pg.mkPen(theme.qcolor(color, 140), width=1),
         )
         region.setZValue(-10)
@@ -262,7 +280,7 @@ class _TimePlot(QtWidgets.QWidget):
                 color=theme.FOREGROUND,
             ).setFont(theme.font(theme.SMALL_PT))
         self._plot.addItem(region)
-        self._bands.append(_Band(t0, None if t1_s is None else float(t1_s), label, region))
+        self._bands.append(_Band(t0, None if t1_s is None else float(t1_s), label, color, region))
         self._update_open_band()
 
     def end_band(self, t1_s: float) -> None:
@@ -280,13 +298,32 @@ class _TimePlot(QtWidgets.QWidget):
     def band_labels(self) -> list[str]:
         return [band.label for band in self._bands]
 
-    def set_unavailable(self, reason: str) -> None:
-        """Show "not available (reason)" in place of the plot: a missing sensor is never drawn as 0.
+    def band_colors(self) -> list[str]:
+        """The colour each band was given (hex), in the order of ``band_labels()``."""
+        return [band.color for band in self._bands]
 
-        Data that still arrives is kept but not shown until ``set_available()`` or ``clear()``.
+    def set_unavailable(self, reason: str, short: str | None = None) -> None:
+        """Show a short "not available" label in place of the plot, the full reason on hover: a missing sensor is
+        never drawn as 0.
+
+        The label is ``short`` when given, else "not available (reason)" when that fits in
+        ``UNAVAILABLE_LABEL_MAX`` characters, else "<what the plot shows>: not available". ``reason`` may hold one
+        line per source. Data that still arrives is kept but not shown until ``set_available()`` or ``clear()``.
         """
-        self._unavailable.setText(f"not available ({reason})" if reason else "not available")
-        self._stack.setCurrentWidget(self._unavailable)
+        reason = (reason or "").strip()
+        inline = f"not available ({reason})" if reason else "not available"
+        if short is None:
+            short = inline if len(inline) <= UNAVAILABLE_LABEL_MAX and "\n" not in reason \
+                else f"{self._subject}: not available"
+        if len(short) > UNAVAILABLE_LABEL_MAX:
+            short = short[:UNAVAILABLE_LABEL_MAX - 1].rstrip() + "…"
+        self._unavailable.setText(short)
+        self._unavailable_details = f"{self._subject}: not available" + (f"\n{reason}" if reason else "")
+        tooltip = _details_html(f"{self._subject}: not available", reason.splitlines())
+        for widget in (self._unavailable_page, self._unavailable, self._unavailable_hint):
+            widget.setToolTip(tooltip)
+        self._unavailable_hint.setVisible(bool(reason) and short != inline)
+        self._stack.setCurrentWidget(self._unavailable_page)
 
     def set_available(self) -> None:
         self._stack.setCurrentWidget(self._plot_widget)
@@ -295,7 +332,16 @@ class _TimePlot(QtWidgets.QWidget):
         return self._stack.currentWidget() is self._plot_widget
 
     def unavailable_text(self) -> str:
+        """The short label shown in place of the plot ("" while the plot shows)."""
         return "" if self.is_available() else self._unavailable.text()
+
+    def unavailable_details(self) -> str:
+        """What hovering the label says, as plain text: the subject and the full reason ("" while the plot shows)."""
+        return "" if self.is_available() else self._unavailable_details
+
+    def unavailable_tooltip(self) -> str:
+        """The label's tooltip as set (rich text)."""
+        return "" if self.is_available() else self._unavailable.toolTip()
 
     @property
     def plot_item(self) -> pg.PlotItem:
@@ -336,6 +382,20 @@ class _TimePlot(QtWidgets.QWidget):
         raise NotImplementedError
 
 
+def _details_html(heading: str, lines: list[str]) -> str:
+    """A tooltip of a heading and one paragraph per line, "source: why" with the source in bold. Rich text, so
+    Qt word-wraps it: a reason with its fix is a sentence or two, too long for one line on screen."""
+    def escape(text: str) -> str:
+        return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+    paragraphs = [f"<p style='margin:0'><b>{escape(heading)}</b></p>"]
+    for line in lines:
+        name, colon, why = line.partition(": ")
+        text = f"<b>{escape(name)}</b>: {escape(why)}" if colon and " " not in name.strip() else escape(line)
+        paragraphs.append(f"<p style='margin-top:6px; margin-bottom:0'>{text}</p>")
+    return "<qt>" + "".join(paragraphs) + "</qt>"
+
+
 # ---- Latency
 class LatencyPlot(_TimePlot):
     """Per-iteration latency against time, with running p50 and p99 over the trailing window.
@@ -367,13 +427,15 @@ class LatencyPlot(_TimePlot):
         latency_pen = pg.mkPen(theme.tint(theme.LATENCY_COLOR, 0.67), width=1)
         p50_pen = pg.mkPen(theme.P50_COLOR, width=3)
         p99_pen = pg.mkPen(theme.P99_COLOR, width=3, style=QtCore.Qt.PenStyle.DashLine)
-        self._curve = self._plot.plot(pen=latency_pen, skipFiniteCheck=True)
+        self._curve = self._plot.plot(pen=latency_pen, skipFiniteCheck=True, name="latency")
         _downsample_for_speed(self._curve, samples_per_pixel=3.0)
         halo = pg.mkPen(theme.BACKGROUND, width=6)  # keeps the lines visible over dense data
         # Opaque, not antialiased, downsampled: a long run has thousands of running-percentile points, and wide
         # antialiased strokes of that many points cost seconds per frame.
-        self._p50_line = self._plot.plot(pen=p50_pen, shadowPen=halo, antialias=False)
-        self._p99_line = self._plot.plot(pen=p99_pen, shadowPen=halo, antialias=False)
+        self._p50_line = self._plot.plot(pen=p50_pen, shadowPen=halo, antialias=False,
+                                         name=f"p50 (last {self._window})")
+        self._p99_line = self._plot.plot(pen=p99_pen, shadowPen=halo, antialias=False,
+                                         name=f"p99 (last {self._window})")
         for line in (self._p50_line, self._p99_line):
             _downsample_for_speed(line, samples_per_pixel=1.0)
         self._legend.set_entry("latency", "latency", [latency_pen])
@@ -533,6 +595,7 @@ class TimeSeriesPlot(_TimePlot):
         self._changed: set[str] = set()
         self._follow_s: float | None = None
         self._y_range = y_range
+        chart_export.set_legend(self._plot, self._export_legend)
         if y_range is not None:
             self._plot.setYRange(float(y_range[0]), float(y_range[1]), padding=0.04)  # a line at 100 % stays visible
             self._plot.enableAutoRange(axis="y", enable=False)
@@ -594,6 +657,11 @@ class TimeSeriesPlot(_TimePlot):
     def _is_minor(self, name: str) -> bool:
         return bool(self._minor_re and self._minor_re.fullmatch(name))
 
+    def _export_legend(self) -> list[tuple[pg.PlotDataItem, str]]:
+        """An export's legend in the order of the legend row: the main series, then "per core" for the rest."""
+        ordered = sorted(self._series.values(), key=lambda series: series.minor)
+        return [(series.curve, series.curve.name()) for series in ordered if series.curve.name()]
+
     def _create_series(self, name: str) -> _Series:
         minor = self._is_minor(name)
         color = theme.PALETTE[len(self._series) % len(theme.PALETTE)]
@@ -603,7 +671,10 @@ class TimeSeriesPlot(_TimePlot):
             pen = pg.mkPen(color, width=2)
         # No antialiasing: Qt strokes a wide antialiased polyline over dense, jagged data in seconds per frame
         # (12 s for 36k points measured), which would freeze the window with an hour of telemetry.
-        curve = pg.PlotDataItem(pen=pen, connect="finite", antialias=False)
+        # Named for a chart export's legend: each main series, and the first minor one for all of them.
+        first_minor = minor and not any(series.minor for series in self._series.values())
+        curve = pg.PlotDataItem(pen=pen, connect="finite", antialias=False,
+                                name=None if minor and not first_minor else name)
         curve.setZValue(0 if minor else 10)
         self._plot.addItem(curve)
         # After addItem: PlotItem.addItem overwrites both with the plot-wide defaults.
@@ -611,9 +682,10 @@ class TimeSeriesPlot(_TimePlot):
         s = _Series(RingBuffer(self._capacity), RingBuffer(self._capacity), curve, minor)
         self._series[name] = s
         if minor:
-            count = sum(1 for series in self._series.values() if series.minor)
+            minors = [series for series in self._series.values() if series.minor]
             pens = [pg.mkPen(theme.tint(c, 0.67), width=1) for c in theme.PALETTE[1:4]]
-            self._legend.set_entry("\0minor", f"{self._minor_label} ({count})", pens, last=True)
+            self._legend.set_entry("\0minor", f"{self._minor_label} ({len(minors)})", pens, last=True)
+            minors[0].curve.opts["name"] = f"{self._minor_label} ({len(minors)})"
         else:
             self._legend.set_entry(name, name, [pen])
         return s

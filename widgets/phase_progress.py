@@ -41,7 +41,8 @@ class PhaseProgress(QtWidgets.QWidget):
 
     # ---- Public API
     def set_phase(self, phase: str, detail: str = "") -> None:
-        """Show the phase ("loading", "warmup", "measuring"...) and an optional detail after it."""
+        """Show the phase in words (the caller passes its title from engines.phases, e.g. "Warming up") and an
+        optional detail after it."""
         self._status = None
         text = phase[:1].upper() + phase[1:]
         self._set_text(f"{text} — {detail}" if detail else text, theme.FOREGROUND)

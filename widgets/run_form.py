@@ -1,7 +1,9 @@
-"""Run setup panel: what to run, where, for how long, plus the Run and Stop buttons.
+"""Run setup panel: what to run, where, for how long, plus the Run, Analyze and Stop buttons.
 
 The form only collects choices and says why an option is unavailable (an engine not installed, a target not
-present); the main window owns keyboard shortcuts and turns ``values()`` into a run spec.
+present); the main window owns keyboard shortcuts and turns ``values()`` into a run spec. ``values()`` is keyed by
+the spec's option paths ("batch", "scenario_options.qps", "torch.compile" …): the scenario's and the engine's own
+options come from their plug-ins as plain descriptions, shown in two sections (widgets.options_form).
 """
 
 from __future__ import annotations
@@ -9,15 +11,19 @@ from __future__ import annotations
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from widgets import theme
+from widgets.options_form import OptionsSection
 
-CHOICE_FIELDS = ("model", "engine", "target", "precision", "mode")
+CHOICE_FIELDS = ("model", "engine", "target", "precision", "mode", "scenario")
 _VALUE_ROLE = QtCore.Qt.ItemDataRole.UserRole
+ANALYZE_TIP = ("Run, then profile with the engine's own profiler, apart from the timed measurement: the op table "
+               "and its Chrome trace (Ctrl+Shift+R)")
 
 
 class RunForm(QtWidgets.QWidget):
-    """Model, engine, target, batch, duration, iterations and run name, with Run / Stop."""
+    """Model, engine, target, batch, duration, iterations and run name, with Run / Analyze / Stop."""
 
     sig_run_requested = QtCore.Signal()
+    sig_analyze_requested = QtCore.Signal()  # a run, then the engine's profile taken apart (the op table)
     sig_stop_requested = QtCore.Signal()
     # (field, value) when the user picks another model, engine or target, e.g. to narrow the other lists.
     sig_choice_changed = QtCore.Signal(str, str)
@@ -83,6 +89,7 @@ class RunForm(QtWidgets.QWidget):
         form.addRow("Target", self._combos["target"])
         form.addRow("Precision", self._combos["precision"])
         form.addRow("Mode", self._combos["mode"])
+        form.addRow("Scenario", self._combos["scenario"])
         form.addRow("Batch (samples)", self._batch)
         form.addRow("Threads", self._threads)
         form.addRow("Duration", self._duration)
@@ -94,6 +101,11 @@ class RunForm(QtWidgets.QWidget):
         self._run_button.setToolTip("Start the run (Ctrl+R)")
         self._run_button.setMinimumHeight(36)
         self._run_button.clicked.connect(self.sig_run_requested)
+        self._analyze_button = QtWidgets.QPushButton("Analyze")
+        self._analyze_button.setFont(theme.font(theme.AXIS_LABEL_PT))
+        self._analyze_button.setToolTip(ANALYZE_TIP)
+        self._analyze_button.setMinimumHeight(36)
+        self._analyze_button.clicked.connect(self.sig_analyze_requested)
         self._stop_button = QtWidgets.QPushButton("Stop")
         self._stop_button.setFont(theme.font(theme.AXIS_LABEL_PT))
         self._stop_button.setToolTip("Stop the run; what was measured so far is kept")
@@ -101,10 +113,19 @@ class RunForm(QtWidgets.QWidget):
         self._stop_button.clicked.connect(self.sig_stop_requested)
         buttons = QtWidgets.QHBoxLayout()
         buttons.addWidget(self._run_button, 2)
+        buttons.addWidget(self._analyze_button, 2)
         buttons.addWidget(self._stop_button, 1)
+
+        self.scenario_section = OptionsSection("Scenario options")
+        self.engine_section = OptionsSection("Engine options")
+        self.engine_section.setCheckable(True)  # collapsed by default: most runs keep the engine's defaults
+        self.engine_section.setChecked(False)
+        self.engine_section.toggled.connect(self._show_engine_options)
 
         layout = QtWidgets.QVBoxLayout(self)
         layout.addLayout(form)
+        layout.addWidget(self.scenario_section)
+        layout.addWidget(self.engine_section)
         layout.addSpacing(6)
         layout.addLayout(buttons)
         layout.addStretch(1)
@@ -144,21 +165,25 @@ class RunForm(QtWidgets.QWidget):
             self.sig_choice_changed.emit(field, current)
 
     def values(self) -> dict:
-        """The current choices; ``iterations`` and ``name`` are None when left at auto / empty."""
+        """The current choices by option path; None where left at auto / empty / the default."""
         iterations = self._iterations.value()
         name = self._name.text().strip()
         return {
-            "model": self._combos["model"].currentData(_VALUE_ROLE),
-            "engine": self._combos["engine"].currentData(_VALUE_ROLE),
-            "target": self._combos["target"].currentData(_VALUE_ROLE),
-            "precision": self._combos["precision"].currentData(_VALUE_ROLE),
-            "mode": self._combos["mode"].currentData(_VALUE_ROLE),
+            **{field: self._combos[field].currentData(_VALUE_ROLE) for field in CHOICE_FIELDS},
             "batch": self._batch.value(),
             "threads": self._threads.value() or None,
             "duration_s": round(self._duration.value(), 1),
             "iterations": iterations or None,
             "name": name or None,
+            **self.scenario_section.values(),
+            **self.engine_section.values(),
         }
+
+    def set_option_fields(self, scenario: list[dict], engine: list[dict]) -> None:
+        """Show the options of the chosen scenario and engine (plain descriptions, see widgets.options_form)."""
+        self.scenario_section.set_fields(scenario)
+        self.engine_section.set_fields(engine)
+        self._show_engine_options(self.engine_section.isChecked())
 
     def set_values(self, values: dict) -> None:
         """Fill the form from ``values`` (e.g. a past run); unknown keys, unknown or disabled choices and values
@@ -186,6 +211,8 @@ class RunForm(QtWidgets.QWidget):
         if "name" in values:
             name = values["name"]
             self._name.setText("" if name is None else str(name))
+        self.scenario_section.set_values(values)
+        self.engine_section.set_values(values)
 
     def set_running(self, running: bool) -> None:
         """While running: inputs locked, Run disabled, Stop enabled; and the other way round."""
@@ -206,6 +233,10 @@ class RunForm(QtWidgets.QWidget):
         return self._run_button
 
     @property
+    def analyze_button(self) -> QtWidgets.QPushButton:
+        return self._analyze_button
+
+    @property
     def stop_button(self) -> QtWidgets.QPushButton:
         return self._stop_button
 
@@ -218,7 +249,16 @@ class RunForm(QtWidgets.QWidget):
 
     def _inputs(self) -> list[QtWidgets.QWidget]:
         return [*self._combos.values(), self._open_model, self._batch, self._threads, self._duration,
-                self._iterations, self._name]
+                self._iterations, self._name, self.scenario_section, self.engine_section]
+
+    def _show_engine_options(self, shown: bool) -> None:
+        """The engine section folds to its title when unticked; its values still count (the defaults)."""
+        for path in self.engine_section.paths():
+            editor = self.engine_section.editor(path)
+            editor.setVisible(shown)
+            label = self.engine_section.layout().labelForField(editor)
+            if label is not None:
+                label.setVisible(shown)
 
     @staticmethod
     def _is_enabled(combo: QtWidgets.QComboBox, index: int) -> bool:
@@ -246,8 +286,11 @@ class RunForm(QtWidgets.QWidget):
     def _update_buttons(self) -> None:
         missing = [f for f in CHOICE_FIELDS if self._combos[f].currentData(_VALUE_ROLE) is None]
         self._run_button.setEnabled(not self._running and not missing)
+        self._analyze_button.setEnabled(not self._running and not missing)
         if missing and not self._running:
             self._run_button.setToolTip(f"Choose a {', '.join(missing)} first")
+            self._analyze_button.setToolTip(f"Choose a {', '.join(missing)} first")
         else:
             self._run_button.setToolTip("Start the run (Ctrl+R)")
+            self._analyze_button.setToolTip(ANALYZE_TIP)
         self._stop_button.setEnabled(self._running)

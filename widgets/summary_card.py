@@ -2,7 +2,12 @@
 
 This is the card people read from across the room: each figure has a caption, a value with three significant
 digits and its unit. A value that was not measured shows "—", never 0, and notes say why a figure is missing or
-weak (e.g. too few samples for a p99).
+weak (e.g. too few samples for a p99). Below the figures, the scenario block says what the load scenario reported:
+target and achieved rate, late and dropped queries, concurrency, streams, time to first token …
+
+"Copy as Markdown" (a button on the card, its context menu, and the shortcut a page gives it) only asks: the card
+is a view and holds no run, so it emits ``sig_copy_markdown_requested`` and the page that showed the run writes
+the text (``console.analysis.summary_markdown``) to the clipboard, then may call ``show_copied()``.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from widgets import theme
 from widgets.formatting import MISSING, format_number
@@ -35,7 +40,101 @@ FIGURES = (
     _FigureSpec("load", "Model load", "s", ("load_s",)),
 )
 MAX_NOTES = 3
+COPY_TEXT = "Copy as Markdown"
+COPY_TIP = ("Copy this run's summary as Markdown: figures with their intervals, validity, energy and its method, "
+            "the baseline verdict, the command that reproduces it")
+COPIED_MS = 2000  # how long the button says "Copied"
 _COLUMNS = 2  # fits the narrow left column of the Run and History pages
+
+# What the scenarios report (the summary's "scenario" dict), in reading order: key → caption, unit.
+SCENARIO_FIELDS: dict[str, tuple[str, str]] = {
+    "target_qps": ("Target rate", "queries/s"),
+    "achieved_qps": ("Achieved rate", "queries/s"),
+    "peak_qps": ("Peak rate found", "queries/s"),
+    "latency_bound_ms": ("p99 bound", "ms"),
+    "meets_bound": ("Meets the bound", ""),
+    "issued": ("Queries issued", ""),
+    "late": ("Late queries", ""),
+    "dropped": ("Dropped queries", ""),
+    "queue_wait_ms_p99": ("Queue wait p99", "ms"),
+    "queue_depth_max": ("Queue depth max", ""),
+    "concurrency": ("Concurrency", ""),
+    "streams": ("Streams", ""),
+    "interval_ms": ("Interval", "ms"),
+    "missed_intervals": ("Missed intervals", ""),
+    "p99_within_interval": ("p99 within interval", ""),
+    "queries": ("Queries", ""),
+    "samples_per_query": ("Samples per query", ""),
+    "padded_samples": ("Padded samples", ""),
+    "requests": ("Requests", ""),
+    "ttft_ms_p50": ("Time to first token p50", "ms"),
+    "tpot_ms_p50": ("Time per output token p50", "ms"),
+    "output_tokens_per_s": ("Output tokens", "tokens/s"),
+    "prompt_tokens": ("Prompt tokens", ""),
+    "output_tokens": ("Output tokens per request", ""),
+    "warmup_elapsed_s": ("Warm-up until stable", "s"),
+    # generate: prefill and decode apart, and the bytes a decode step reads (computed)
+    "prefill_s": ("Prefill time", "s"),
+    "decode_s": ("Decode time", "s"),
+    "prefill_tokens_per_s": ("Prefill", "tokens/s"),
+    "decode_tokens_per_s": ("Decode", "tokens/s"),
+    "decode_step_ms_mean": ("Decode step mean", "ms"),
+    "weight_bytes_per_token": ("Weights read per token (computed)", "bytes"),
+    "kv_cache_bytes": ("KV cache (computed)", "bytes"),
+    "decode_gbs": ("Decode reads", "GB/s"),
+    "decode_bandwidth_utilization": ("Decode bandwidth use", ""),
+    # input-pipeline: does the model wait for data?
+    "wait_fraction": ("Waiting for data", ""),
+    "loader_workers": ("Loader workers", ""),
+    "disk_read_mb_s": ("Disk read", "MB/s"),
+    "iops": ("Disk reads", "IOPS"),
+    "iowait": ("iowait", ""),
+    "cache_state": ("Page cache", ""),
+    "checkpoint_save_mb_s": ("Checkpoint save", "MB/s"),
+    "checkpoint_load_mb_s": ("Checkpoint load", "MB/s"),
+}
+# Reported, but shown elsewhere (the figures), folded into another row's tooltip, or detail for the JSON/history.
+_SCENARIO_DETAIL = {
+    "completed", "late_threshold_ms", "issue_delay_ms_p50", "issue_delay_ms_p99", "queue_wait_ms_mean",
+    "queue_wait_ms_p50", "queue_depth_mean", "service_ms_p50", "service_ms_p50_warmup", "latency_ms_p50",
+    "latency_ms_p99", "seed", "find_peak", "calls_per_query", "samples_per_s", "samples", "query_latency_ms",
+    "listed_requests", "warmup_requests", "tokens", "ttft_ms_mean", "tpot_ms_mean", "warmup_until_stable",
+    "warmup_stabilised", "warmup_cap_s", "prefill_tokens", "decode_tokens", "kv_read_bytes_per_token",
+    "decode_bytes_per_token", "sequence_tokens", "kv_bytes_per_position", "prefill_share", "feed_fraction",
+    "compute_fraction", "cache_reason",
+}
+_SCENARIO_NOTES = ("note", "note_dropped", "scenario_note")
+
+
+def scenario_rows(scenario: dict) -> list[tuple[str, str, str, str]]:
+    """(key, caption, value text, tooltip) for each figure a scenario reported: the known ones in reading order,
+    then any other plain value it carries under its own name, so a new scenario's figures are never hidden."""
+    rows = []
+    known = [key for key in SCENARIO_FIELDS if key in scenario]
+    others = [key for key, value in scenario.items() if key not in SCENARIO_FIELDS and key not in _SCENARIO_DETAIL
+              and key not in _SCENARIO_NOTES and (value is None or isinstance(value, (bool, int, float, str)))]
+    for key in known + others:
+        caption, unit = SCENARIO_FIELDS.get(key, (key.replace("_", " ").capitalize(), ""))
+        value = scenario[key]
+        text = ("yes" if value else "no") if isinstance(value, bool) else \
+            value if isinstance(value, str) else format_number(value)
+        if unit and text != MISSING and not isinstance(value, (bool, str)):
+            text = f"{text} {unit}"
+        rows.append((key, caption, text, _scenario_tip(key, scenario)))
+    return rows
+
+
+def _scenario_tip(key: str, scenario: dict) -> str:
+    if key == "late" and scenario.get("late_threshold_ms") is not None:
+        return f"issued more than {format_number(scenario['late_threshold_ms'])} ms after their scheduled time"
+    if key == "dropped":
+        return "still queued when the drain ended: never served, so their latencies are missing"
+    if key == "warmup_elapsed_s":
+        return "stabilised" if scenario.get("warmup_stabilised") else \
+            f"did not stabilise within the cap of {format_number(scenario.get('warmup_cap_s'))} s"
+    if key == "queue_wait_ms_p99" and scenario.get("queue_wait_ms_p50") is not None:
+        return f"p50 {format_number(scenario['queue_wait_ms_p50'])} ms"
+    return ""
 
 
 def _lookup(summary: dict, path: tuple[str, ...]):
@@ -93,8 +192,76 @@ class _Figure(QtWidgets.QWidget):
         return value if value == MISSING or not self.spec.unit else f"{value} {self.spec.unit}"
 
 
+class _ScenarioBlock(QtWidgets.QWidget):
+    """The scenario's name, then a caption and a value per row, then the scenario's own notes."""
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._title = QtWidgets.QLabel()
+        self._title.setFont(theme.font(theme.AXIS_LABEL_PT, bold=True))
+        self._title.setStyleSheet(f"color: {theme.FOREGROUND};")
+        self._grid = QtWidgets.QGridLayout()  # caption | value: one per row, so long values never clip
+        self._grid.setHorizontalSpacing(12)
+        self._grid.setVerticalSpacing(1)
+        self._grid.setColumnStretch(1, 1)
+        self._notes = QtWidgets.QLabel()
+        self._notes.setWordWrap(True)
+        self._notes.setFont(theme.font(theme.SMALL_PT))
+        self._notes.setStyleSheet(f"color: {theme.MUTED};")
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 0)
+        layout.setSpacing(4)
+        layout.addWidget(self._title)
+        layout.addLayout(self._grid)
+        layout.addWidget(self._notes)
+        self._values: dict[str, QtWidgets.QLabel] = {}
+
+    def set_scenario(self, name: str | None, scenario: dict) -> None:
+        self._clear_rows()
+        rows = scenario_rows(scenario)
+        notes = [str(scenario[key]) for key in _SCENARIO_NOTES if scenario.get(key)]
+        if not name and not rows and not notes:
+            self.hide()
+            return
+        self._title.setText(f"{name} scenario" if name else "Scenario")
+        for i, (key, caption, text, tip) in enumerate(rows):
+            label = QtWidgets.QLabel(caption)
+            label.setFont(theme.font(theme.SMALL_PT))
+            label.setStyleSheet(f"color: {theme.MUTED};")
+            value = QtWidgets.QLabel(text)
+            value.setFont(theme.font(theme.BASE_PT, bold=True))
+            value.setStyleSheet(f"color: {theme.FOREGROUND};")
+            for cell in (label, value):
+                cell.setToolTip(tip)
+            self._grid.addWidget(label, i, 0)
+            self._grid.addWidget(value, i, 1)
+            self._values[key] = value
+        self._notes.setText("\n".join(f"• {n}" for n in notes))
+        self._notes.setVisible(bool(notes))
+        self.show()
+
+    def value_text(self, key: str) -> str:
+        cell = self._values.get(key)
+        return cell.text() if cell is not None else ""
+
+    def title(self) -> str:
+        return self._title.text() if not self.isHidden() else ""
+
+    def notes_text(self) -> str:
+        return self._notes.text() if not self._notes.isHidden() else ""
+
+    def _clear_rows(self) -> None:
+        while self._grid.count():
+            widget = self._grid.takeAt(0).widget()
+            if widget is not None:
+                widget.deleteLater()
+        self._values.clear()
+
+
 class SummaryCard(QtWidgets.QFrame):
     """p50 / p90 / p99 / mean latency, throughput, iterations, measured time and model load time of one run."""
+
+    sig_copy_markdown_requested = QtCore.Signal()  # the page that showed the run puts its Markdown on the clipboard
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -120,9 +287,24 @@ class SummaryCard(QtWidgets.QFrame):
         for column in range(_COLUMNS):
             grid.setColumnStretch(column, 1)
 
+        self._scenario = _ScenarioBlock()
+        self._scenario.hide()
+
         self._verdict = QtWidgets.QLabel()
         self._verdict.setFont(theme.font(theme.AXIS_LABEL_PT, bold=True))
         self._verdict.hide()
+
+        self._baseline = QtWidgets.QLabel()  # the verdict against the configuration's baseline run
+        self._baseline.setWordWrap(True)
+        self._baseline.setFont(theme.font(theme.BASE_PT, bold=True))
+        self._baseline.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._baseline.hide()
+
+        self._finding = QtWidgets.QLabel()  # the bottleneck verdict of an analysed run, in one sentence
+        self._finding.setWordWrap(True)
+        self._finding.setFont(theme.font(theme.BASE_PT, bold=True))
+        self._finding.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._finding.hide()
 
         self._notes = QtWidgets.QLabel()
         self._notes.setWordWrap(True)
@@ -131,17 +313,45 @@ class SummaryCard(QtWidgets.QFrame):
         self._notes.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self._notes.hide()
 
+        # Copy as Markdown: a button in the card's corner and the card's context menu; a page may add a shortcut.
+        self.copy_action = QtGui.QAction(COPY_TEXT, self)
+        self.copy_action.setObjectName("summary_copy_markdown")
+        self.copy_action.setToolTip(COPY_TIP)
+        self.copy_action.triggered.connect(self.sig_copy_markdown_requested)
+        self.copy_action.setEnabled(False)
+        self.addAction(self.copy_action)
+        self.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.ActionsContextMenu)
+        self._copy_button = QtWidgets.QToolButton()
+        self._copy_button.setObjectName("summary_copy_button")
+        self._copy_button.setDefaultAction(self.copy_action)
+        self._copy_button.setToolButtonStyle(QtCore.Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self._copy_button.setAutoRaise(True)
+        self._copy_button.setFont(theme.font(theme.SMALL_PT))
+        self._copy_button.setStyleSheet(f"color: {theme.MUTED};")
+        corner = QtWidgets.QHBoxLayout()
+        corner.setContentsMargins(0, 0, 0, 0)
+        corner.addStretch(1)
+        corner.addWidget(self._copy_button)
+
         layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(12, 10, 12, 10)
+        layout.setContentsMargins(12, 6, 12, 10)
+        layout.addLayout(corner)
         layout.addWidget(self._message)
         layout.addLayout(grid)
+        layout.addWidget(self._scenario)
         layout.addWidget(self._verdict)
+        layout.addWidget(self._baseline)
+        layout.addWidget(self._finding)
         layout.addWidget(self._notes)
+        layout.addStretch(1)  # a tall card keeps its figures together at the top
 
     # ---- Public API
-    def set_summary(self, summary: dict) -> None:
-        """Show a run summary (see the module doc for keys); missing keys and None show "—". Clears any message."""
+    def set_summary(self, summary: dict, scenario: str | None = None) -> None:
+        """Show a run summary (see the module doc for keys) of a run in the `scenario` named (its spec says which);
+        missing keys and None show "—". Clears any message."""
         summary = summary or {}
+        block = summary.get("scenario") if isinstance(summary.get("scenario"), dict) else {}
+        self._scenario.set_scenario(scenario, block)
         latency = summary.get("latency_ms") if isinstance(summary.get("latency_ms"), dict) else {}
         range_tip = ""
         if _is_number(latency.get("min")) and _is_number(latency.get("max")):
@@ -157,7 +367,53 @@ class SummaryCard(QtWidgets.QFrame):
         self._notes.setToolTip("\n".join(f"• {n}" for n in notes))
         self._notes.setVisible(bool(notes))
         self._show_verdict(summary)
+        self._show_baseline(summary.get("baseline"))
+        self._show_finding(summary.get("bottleneck"))
         self._message.hide()
+        self.copy_action.setEnabled(True)
+
+    def _show_finding(self, verdict: dict | None) -> None:
+        """What holds the run back (analysed runs): the sentence, its evidence and lever on hover."""
+        if not isinstance(verdict, dict) or not verdict.get("sentence"):
+            self._finding.hide()
+            return
+        self._finding.setText(verdict["sentence"])  # it names the class and the confidence itself
+        evidence = "\n".join(f"{k}: {format_number(v) if _is_number(v) else v}"
+                             for k, v in (verdict.get("evidence") or {}).items())
+        self._finding.setToolTip("\n".join(filter(None, [
+            f"Recommendation: {verdict.get('recommendation', '')}", evidence,
+            f"Runner-up: {verdict['secondary']}" if verdict.get("secondary") else ""])))
+        self._finding.show()
+
+    def _show_baseline(self, block: dict | None) -> None:
+        """Faster / slower / no difference than the configuration's baseline, with the ratio's interval; what
+        changed around the measurement (versions, driver) and the test's explanation on hover."""
+        if not isinstance(block, dict) or not block.get("run_id"):
+            self._baseline.hide()
+            return
+        verdict, short = block.get("verdict"), str(block["run_id"])[:8]
+        ci95 = block.get("ci95") or [None, None]
+        if verdict and _is_number(block.get("ratio")) and all(_is_number(v) for v in ci95):
+            relation = "no difference from" if verdict == "no difference" else f"{verdict} than"
+            text = (f"vs baseline: {relation} {short} — ×{block['ratio']:.3f} "
+                    f"(95% CI {ci95[0]:.3f}–{ci95[1]:.3f})")
+            color = {"slower": theme.BAD, "faster": theme.GOOD}.get(verdict, theme.FOREGROUND)
+        else:
+            text, color = f"vs baseline {short}: not compared", theme.MUTED
+        self._baseline.setText(text)
+        self._baseline.setStyleSheet(f"color: {color};")
+        changed = [f"{c['field']}: {c.get('a')} → {c.get('b')}" for c in block.get("changed") or []]
+        self._baseline.setToolTip("\n".join(filter(None, [
+            str(block.get("explanation") or ""),
+            f"p = {block['p_value']:.2g}" if _is_number(block.get("p_value")) else "",
+            "What changed: " + "; ".join(changed) if changed else ""])))
+        self._baseline.show()
+
+    def baseline_text(self) -> str:
+        return self._baseline.text() if not self._baseline.isHidden() else ""
+
+    def finding_text(self) -> str:
+        return self._finding.text() if not self._finding.isHidden() else ""
 
     def _show_verdict(self, summary: dict) -> None:
         """VALID / INVALID in the words of MLPerf LoadGen: a number is only as good as the rules it passed."""
@@ -174,11 +430,15 @@ class SummaryCard(QtWidgets.QFrame):
         """Back to the empty card: every figure "—", no notes, no message."""
         for figure in self._figures.values():
             figure.set_value(None)
+        self._scenario.set_scenario(None, {})
         self._notes.clear()
         self._notes.hide()
         self._verdict.hide()
+        self._baseline.hide()
+        self._finding.hide()
         self._message.clear()
         self._message.hide()
+        self.copy_action.setEnabled(False)
 
     def set_message(self, text: str, error: bool = False) -> None:
         """A line above the figures, e.g. why a run failed (red when ``error``). Figures are left as they are."""
@@ -186,11 +446,36 @@ class SummaryCard(QtWidgets.QFrame):
         self._message.setStyleSheet(f"color: {color};")
         self._message.setText(text)
         self._message.setVisible(bool(text))
+        if text:
+            self.copy_action.setEnabled(True)  # a failed run's error and its command are worth sharing too
+
+    def set_copy_shortcut(self, shortcut: str | None) -> None:
+        """Give "Copy as Markdown" a shortcut while the focus is in the card (None: none, where it would clash)."""
+        self.copy_action.setShortcut(QtGui.QKeySequence(shortcut) if shortcut else QtGui.QKeySequence())
+        self.copy_action.setShortcutContext(QtCore.Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.copy_action.setToolTip(f"{COPY_TIP} ({shortcut})" if shortcut else COPY_TIP)
+
+    def show_copied(self) -> None:
+        """Say on the button, for a moment, that the Markdown is on the clipboard."""
+        self.copy_action.setText("Copied ✓")
+        QtCore.QTimer.singleShot(COPIED_MS, self, lambda: self.copy_action.setText(COPY_TEXT))
 
     def value_text(self, key: str) -> str:
         """What a figure shows, e.g. value_text("p50") == "12.3 ms"; keys: p50 p90 p99 mean throughput iterations
         duration load."""
         return self._figures[key].text()
+
+    def scenario_title(self) -> str:
+        """"server scenario", or "" when no scenario block is shown."""
+        return self._scenario.title()
+
+    def scenario_text(self, key: str) -> str:
+        """What the scenario block shows for a key of the summary's "scenario" dict, e.g. "40 queries/s"; "" if
+        not shown."""
+        return self._scenario.value_text(key)
+
+    def scenario_notes(self) -> str:
+        return self._scenario.notes_text()
 
     def figure_tooltip(self, key: str) -> str:
         return self._figures[key].toolTip()

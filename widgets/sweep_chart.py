@@ -24,7 +24,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from widgets import theme
+from widgets import chart_export, theme
 from widgets.formatting import format_number
 
 KNEE_COLOR = "#f2b400"
@@ -54,6 +54,7 @@ class SweepChart(QtWidgets.QWidget):
             label.setFont(theme.font(theme.TITLE_PT, bold=True))
             label.setStyleSheet(f"color: {theme.FOREGROUND};")
             self._titles.append(label)
+            chart_export.set_title(plot, label)
             # The legend is a row above the plot: inside, it would hide points (a knee sits in a corner too).
             legend = QtWidgets.QLabel()
             legend.setFont(theme.font(theme.BASE_PT))

@@ -4,19 +4,24 @@ Rows are ``(t_ns, source, metric, value, unit, method)`` tuples (as the sampler 
 keys (as ``HistoryStore.samples`` returns them). Times are ``perf_counter_ns`` values, the clock of the worker's
 phase events, so the measuring window is simply ``[phase "measuring" t_ns, end t_ns]``.
 
-How energy is obtained, best first, per device group (each NVIDIA GPU, each AMD GPU, the CPU):
+Which metrics count, and for which device group, is what the telemetry sources declare (``Energy`` in
+``console/telemetry/metadata.py``, read through the registry's catalog); nothing here names a metric. How energy
+is obtained, best first, per device group (each NVIDIA GPU, each AMD GPU, the CPU):
 
 ``counter``
-    A hardware energy counter (NVML ``gpuN.energy``, AMD SMI ``amdgpuN.energy``, RAPL ``rapl.<zone>.energy``
+    A measured energy counter in J (NVML ``gpuN.energy``, AMD SMI ``amdgpuN.energy``, RAPL ``rapl.<zone>.energy``
     for every package and dram zone together). The counter is read at the samples bracketing the window (the
     last one at or before its start, the first at or after its end) and interpolated linearly to the window's
     edges; a counter that goes backwards is a wrap when its range is known (``wraps``) and otherwise a reset
     (counted from zero again, with a note).
 ``integrated``
-    The trapezoid rule over measured power samples (``gpuN.power.instant`` before ``gpuN.power.avg``;
-    ``rapl.<zone>.power``), the power curve interpolated to the window's edges.
+    The trapezoid rule over measured power samples in W (``gpuN.power.instant`` before ``gpuN.power.avg``, as
+    their ``preference`` says; ``rapl.<zone>.power``), the power curve interpolated to the window's edges.
 ``estimated``
-    The trapezoid rule over the estimated source's TDP model (``cpu.power.estimated`` + ``mem.power.estimated``).
+    The trapezoid rule over a model's power (``cpu.power.estimated`` + ``mem.power.estimated``).
+
+A row counts only when its unit and method are the ones its metric declares: an estimate labelled with a
+measured metric's name is never taken for a measurement.
 
 Methods are never mixed silently: each group is reported with its own method, and a ``total`` exists only
 when every group used the same method; otherwise ``total`` is None and ``total_reason`` says why. The
@@ -29,20 +34,18 @@ from __future__ import annotations
 import bisect
 import math
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from console.telemetry import catalog
+from console.telemetry.metadata import ENERGY_METHODS, ResolvedMetric
+
 ENV_GRID = "LABCONSOLE_GRID_G_PER_KWH"
-METHOD_RANK = {"counter": 0, "integrated": 1, "estimated": 2}
+METHOD_RANK = {method: rank for rank, method in enumerate(ENERGY_METHODS)}
 COVERAGE_MIN = 0.99  # below this, joules per inference is withheld: the samples miss part of the window
 J_PER_KWH = 3.6e6
-
-_GPU_ENERGY = re.compile(r"^((?:amd)?gpu\d+)\.energy$")
-_GPU_POWER = re.compile(r"^((?:amd)?gpu\d+)\.power\.(instant|avg)$")
-_RAPL = re.compile(r"^rapl\.((?:package|dram)-[\w.-]+)\.(energy|power)$")
 
 
 # ---- Public API
@@ -70,12 +73,12 @@ def energy_summary(rows: Iterable[Any], t_start_ns: int, t_end_ns: int, inferenc
     """
     if t_end_ns <= t_start_ns:
         raise ValueError(f"empty window: t_end_ns {t_end_ns} <= t_start_ns {t_start_ns}")
-    series = _series(rows)
+    series = _series(rows, catalog.current())
     window_s = (t_end_ns - t_start_ns) / 1e9
     groups = _plans(series)
     scopes: list[dict[str, Any]] = []
     unavailable: dict[str, str] = {}
-    for group, plans in sorted(groups.items(), key=lambda kv: _group_order(kv[0])):
+    for group, plans in groups.items():
         chosen, tried = None, []
         for plan in plans:
             result, why = _evaluate(plan, series, t_start_ns, t_end_ns, wraps or {})
@@ -174,6 +177,7 @@ class _Plan:
     kind: str  # "counter" (cumulative J) or "power" (W)
     scope: str
     parts: list[tuple[str, str]]  # (source, metric)
+    notes: list[str]  # what the parts' declarations say about using them
 
 
 @dataclass
@@ -184,6 +188,7 @@ class _Series:
     method: str
     t: list[int]
     v: list[float]
+    declared: ResolvedMetric
 
 
 def _tuples(rows: Iterable[Any]) -> Iterable[tuple[int, str, str, float, str, str]]:
@@ -199,14 +204,21 @@ def _finite(value: float) -> bool:
     return not (math.isnan(value) or math.isinf(value))
 
 
-def _series(rows: Iterable[Any]) -> dict[tuple[str, str], _Series]:
+def _series(rows: Iterable[Any], known: catalog.Catalog) -> dict[tuple[str, str], _Series]:
+    """The rows of declared energy metrics whose unit and method are the declared ones, by (source, metric)."""
     out: dict[tuple[str, str], _Series] = {}
     for t, source, metric, value, unit, method in _tuples(rows):
-        if not (_is_energy_metric(metric) and _finite(value)):
+        if not _finite(value):
             continue
         s = out.get((source, metric))
         if s is None:
-            s = out[(source, metric)] = _Series(source, metric, unit, method, [], [])
+            declared = known.resolve(metric)
+            if (declared is None or declared.energy_group is None or unit != declared.spec.unit
+                    or method != declared.spec.method):
+                continue
+            s = out[(source, metric)] = _Series(source, metric, unit, method, [], [], declared)
+        elif unit != s.unit or method != s.method:
+            continue
         s.t.append(t)
         s.v.append(value)
     for s in out.values():
@@ -217,62 +229,35 @@ def _series(rows: Iterable[Any]) -> dict[tuple[str, str], _Series]:
     return out
 
 
-def _is_energy_metric(metric: str) -> bool:
-    return (metric in ("cpu.power.estimated", "mem.power.estimated") or bool(_GPU_ENERGY.match(metric))
-            or bool(_GPU_POWER.match(metric)) or bool(_RAPL.match(metric)))
-
-
-def _group_order(group: str) -> tuple[int, str]:
-    return (0 if group.startswith("gpu") else 1 if group.startswith("amdgpu") else 2, group)
-
-
 def _plans(series: dict[tuple[str, str], _Series]) -> dict[str, list[_Plan]]:
-    """Candidate plans per device group, best method first. Only ``measured`` rows feed counter/integrated
-    plans and only ``estimated`` rows feed estimated ones, whatever the metric is called."""
-    gpu: dict[str, dict[str, tuple[str, str]]] = {}
-    rapl: dict[str, dict[str, tuple[str, str]]] = {"energy": {}, "power": {}}
-    estimated: dict[str, tuple[str, str]] = {}
+    """Candidate plans per device group (groups in their declared order), best method first.
+
+    Metrics of one group, method and preference are the parts of one plan, summed (RAPL's zones); one part
+    per name: a part reported twice (two sources) counts once, the last one read.
+    """
+    buckets: dict[str, dict[tuple[int, int, str], dict[str, tuple[int, tuple[str, str], str]]]] = {}
+    group_order: dict[str, int] = {}
     for key, s in series.items():
-        source, metric = key
-        if s.method == "estimated":
-            if metric in ("cpu.power.estimated", "mem.power.estimated") and s.unit == "W":
-                estimated[metric] = key
-            continue
-        if s.method != "measured":
-            continue
-        if (m := _GPU_ENERGY.match(metric)) and s.unit == "J":
-            gpu.setdefault(m.group(1), {})["energy"] = key
-        elif (m := _GPU_POWER.match(metric)) and s.unit == "W":
-            gpu.setdefault(m.group(1), {})[m.group(2)] = key
-        elif (m := _RAPL.match(metric)) and s.unit == ("J" if m.group(2) == "energy" else "W"):
-            rapl[m.group(2)][m.group(1)] = key
+        d = s.declared
+        role, method = d.spec.energy, d.spec.energy_method
+        assert role is not None and method is not None and d.energy_group is not None and d.energy_part is not None
+        group = d.energy_group
+        group_order[group] = min(group_order.get(group, role.group_order), role.group_order)
+        kind = "counter" if s.unit == "J" else "power"
+        bucket = buckets.setdefault(group, {}).setdefault((METHOD_RANK[method], role.preference, kind), {})
+        note = role.note.format(metric=s.metric) if role.note else ""
+        bucket[d.energy_part] = (role.part_order, key, note)
     plans: dict[str, list[_Plan]] = {}
-    for g, found in gpu.items():
-        p = plans.setdefault(g, [])
-        if "energy" in found:
-            p.append(_Plan("counter", "counter", g, [found["energy"]]))
-        for kind in ("instant", "avg"):
-            if kind in found:
-                p.append(_Plan("integrated", "power", g, [found[kind]]))
-    cpu = plans.setdefault("cpu", [])
-    if rapl["energy"]:
-        zones = sorted(rapl["energy"], key=_zone_order)
-        cpu.append(_Plan("counter", "counter", "+".join(zones), [rapl["energy"][z] for z in zones]))
-    if rapl["power"]:
-        zones = sorted(rapl["power"], key=_zone_order)
-        cpu.append(_Plan("integrated", "power", "+".join(zones), [rapl["power"][z] for z in zones]))
-    if "cpu.power.estimated" in estimated:
-        parts = [estimated["cpu.power.estimated"]]
-        scope = "cpu (estimated)"
-        if "mem.power.estimated" in estimated:
-            parts.append(estimated["mem.power.estimated"])
-            scope = "cpu+memory (estimated)"
-        cpu.append(_Plan("estimated", "power", scope, parts))
-    return {g: p for g, p in plans.items() if p}
-
-
-def _zone_order(zone: str) -> tuple[int, str]:
-    return (0 if zone.startswith("package") else 1, zone)
+    for group in sorted(buckets, key=lambda g: (group_order[g], g)):
+        for (rank, _preference, kind), parts in sorted(buckets[group].items()):
+            method = ENERGY_METHODS[rank]
+            names = sorted(parts, key=lambda part: (parts[part][0], part))
+            scope = "+".join(names) + (" (estimated)" if method == "estimated" else "")
+            notes = list(dict.fromkeys(parts[n][2] for n in names if parts[n][2]))
+            if method == "estimated" and not notes:
+                notes.append("ESTIMATE from a model, not a measurement")
+            plans.setdefault(group, []).append(_Plan(method, kind, scope, [parts[n][1] for n in names], notes))
+    return plans
 
 
 def _bracket(s: _Series, t0: int, t1: int) -> tuple[int, int]:
@@ -330,12 +315,7 @@ def _evaluate(plan: _Plan, series: dict[tuple[str, str], _Series], t0: int, t1: 
                      f"{hi_s:.3g} s at the end): joules are for the covered part only")
     joules = sum(parts.values())
     sources = sorted({series[k].source for k in plan.parts})
-    if plan.method == "estimated":
-        notes.append("ESTIMATE from a TDP × utilisation model, not a measurement")
-    for key in plan.parts:
-        if key[1].endswith(".power.avg"):
-            notes.append(f"{key[1]} is a ~1 s moving average on many boards: energy integrated from it lags "
-                         "the load by up to ~1 s (small for windows much longer than that)")
+    notes += plan.notes
     return {
         "scope": plan.scope, "method": plan.method, "source": "+".join(sources),
         "metrics": [k[1] for k in plan.parts], "joules": joules, "joules_per_inference": None,

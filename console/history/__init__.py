@@ -14,7 +14,7 @@ from console.history.schema import (
     SAMPLE_METHODS,
     SWEEP_STATUSES,
 )
-from console.history.store import INTERRUPTED_ERROR, HistoryStore
+from console.history.store import INTERRUPTED_ERROR, HistoryStore, open_reader
 from console.history.writer import HistoryWriter
 
 __all__ = [
@@ -28,4 +28,5 @@ __all__ = [
     "HistoryError",
     "HistoryStore",
     "HistoryWriter",
+    "open_reader",
 ]

@@ -6,6 +6,7 @@ keeps "the same box" recognisable while never clashing between boxes.
 
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import sys
@@ -53,9 +54,12 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+HOSTNAME_ENV = "LABCONSOLE_HOSTNAME"  # the name runs are recorded under, when not the OS's (lab naming, tests)
+
+
 def describe() -> dict[str, Any]:
     """The hosts row for this machine (first_seen is filled in by the store)."""
-    hostname = socket.gethostname()
+    hostname = os.environ.get(HOSTNAME_ENV) or socket.gethostname()
     return {
         "host_id": host_id(hostname),
         "hostname": hostname,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -67,9 +68,75 @@ def _v2(db: Database) -> None:
     db["runs"].create_index(["sweep_id"])
 
 
+def _v3(db: Database) -> None:
+    """machine_cards (a target's measured ceilings, per host), ops (a run's per-op profile), artifacts (files kept
+    with a run: traces, reports)."""
+    db["machine_cards"].create(
+        {"card_id": str, "host_id": str, "hostname": str, "target": str, "device_name": str, "measured_at": str,
+         "card": str},
+        pk="card_id", not_null={"target", "measured_at", "card"}, foreign_keys=[("host_id", "hosts", "host_id")])
+    db["machine_cards"].create_index(["hostname", "target", "measured_at"])
+    db["ops"].create(
+        {"run_id": str, "op": str, "calls": int, "time_s": float, "flops": float, "bytes": float, "detail": str},
+        not_null={"run_id", "op"}, foreign_keys=[("run_id", "runs", "run_id")])
+    db["ops"].create_index(["run_id"])
+    db["artifacts"].create(
+        {"artifact_id": str, "run_id": str, "kind": str, "path": str, "bytes": int, "created_at": str},
+        pk="artifact_id", not_null={"run_id", "kind", "path", "created_at"},
+        foreign_keys=[("run_id", "runs", "run_id")])
+    db["artifacts"].create_index(["run_id"])
+
+
+def _v4(db: Database) -> None:
+    """A history that lasts years: latencies as compact chunks (latency_codec), a fingerprint, configuration,
+    tags and a note per run, baselines per configuration, a log of imports, the run_summary view for people who
+    open the file with sqlite-utils or Datasette, and JSON columns rewritten without NaN (SQLite's JSON functions
+    reject it)."""
+    from console.history import v4_upgrade  # the data rewrite, kept apart from the table definitions
+
+    db["latency_chunks"].create(
+        {"run_id": str, "seq": int, "n": int, "t0_ns": int, "data": bytes},
+        pk=("run_id", "seq"), not_null={"run_id", "seq", "n", "t0_ns", "data"},
+        foreign_keys=[("run_id", "runs", "run_id")])
+    # What a run is and what it measured, in narrow rows of their own: a `runs` row carries kilobytes of JSON in
+    # overflow pages, which SQLite walks to reach any column added after them; a table of run_facts rows is
+    # listed by the ten thousand in milliseconds.
+    facts: dict[str, Any] = {"run_id": str, "fingerprint": str, "precision": str}
+    facts.update({column: float if column in v4_upgrade.REAL_COLUMNS else str
+                  for column in v4_upgrade.SUMMARY_COLUMNS})
+    facts.update({"tags": str, "note": str, "configuration": str})
+    db["run_facts"].create(facts, pk="run_id", foreign_keys=[("run_id", "runs", "run_id")])
+    db["run_facts"].create_index(["fingerprint"])
+    # The History table's columns of `runs` in one covering index, read without visiting the wide rows.
+    db.execute("DROP INDEX idx_runs_started_at")
+    db.execute("CREATE INDEX idx_runs_listing ON runs (started_at, status, ended_at, name, model, engine, target, "
+               "batch, scenario, host_id, run_id)")
+    db["baselines"].create({"fingerprint": str, "run_id": str, "set_at": str}, pk="fingerprint",
+                           not_null={"run_id", "set_at"}, foreign_keys=[("run_id", "runs", "run_id")])
+    db["imports"].create({"import_id": str, "source": str, "imported_at": str, "report": str}, pk="import_id",
+                         not_null={"source", "imported_at"})
+    v4_upgrade.rewrite(db)
+    db.execute("DROP TABLE latencies")
+    db.execute(RUN_SUMMARY_VIEW)
+
+
+# Plain columns only (run_facts, kept up to date by the store): no JSON parsed per row, so the view and the
+# History table stay fast at tens of thousands of runs.
+RUN_SUMMARY_VIEW = """
+CREATE VIEW run_summary AS
+SELECT runs.run_id, runs.name, runs.status, runs.started_at, runs.ended_at, hosts.hostname, runs.model,
+       runs.engine, runs.target, f.precision, runs.batch, runs.scenario, f.fingerprint, f.iterations,
+       f.p50_ms, f.p99_ms, f.mean_ms, f.throughput_per_s, f.valid, f.energy_j_per_inference,
+       f.energy_method, f.baseline_verdict, f.tags, f.note
+FROM runs LEFT JOIN hosts ON hosts.host_id = runs.host_id LEFT JOIN run_facts AS f ON f.run_id = runs.run_id
+"""
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, _v1),
     (2, _v2),
+    (3, _v3),
+    (4, _v4),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 

@@ -33,7 +33,8 @@ from console.history.store import HistoryStore, json_copy, sample_row
 
 log = logging.getLogger(__name__)
 ErrorHandler = Callable[[HistoryError], None]
-_COMMITTING = frozenset({"create_run", "finish_run", "set_environment", "create_sweep", "tag_run", "finish_sweep"})  # the store commits these itself
+_COMMITTING = frozenset({"create_run", "finish_run", "set_environment", "set_host", "create_sweep", "tag_run", "finish_sweep",
+                         "add_machine_card", "add_ops", "add_artifact"})  # the store commits these itself
 _DRAIN_MAX = 1000  # ops handled between two looks at the commit clock
 
 
@@ -58,6 +59,7 @@ class HistoryWriter(threading.Thread):
         super().__init__(name="history-writer", daemon=True)
         self.path = Path(path).expanduser()
         self.host_id: str | None = None
+        self.hostname: str | None = None
         self.last_error: HistoryError | None = None
         self._on_error = on_error
         self._interval = commit_interval_s
@@ -117,6 +119,10 @@ class HistoryWriter(threading.Thread):
     def set_environment(self, run_id: str, environment: Mapping[str, Any]) -> None:
         self._put(_Op("set_environment", (run_id, json_copy(environment, "environment"))))
 
+    def set_host(self, run_id: str, host_row: Mapping[str, Any]) -> None:
+        """Queue: the run ran on this host (a remote node's `console.history.host.describe()` row)."""
+        self._put(_Op("set_host", (run_id, json_copy(host_row, "host"))))
+
     def create_sweep(self, name: str, grid: Mapping[str, Any], base: Mapping[str, Any] | None = None,
                      sweep_id: str | None = None) -> str:
         """Queue a new sweep and return its id (a fresh uuid4 hex when not given)."""
@@ -132,6 +138,19 @@ class HistoryWriter(threading.Thread):
         if status not in schema.SWEEP_FINAL_STATUSES:
             raise ValueError(f"status must be one of {', '.join(schema.SWEEP_FINAL_STATUSES)}, got {status!r}")
         self._put(_Op("finish_sweep", (sweep_id, status, json_copy(summary, "summary"))))
+
+    def add_machine_card(self, card: Mapping[str, Any]) -> str:
+        """Queue a machine card (engines.machine) for this host; returns its id."""
+        card_id = uuid.uuid4().hex
+        self._put(_Op("add_machine_card", (json_copy(card, "card"), card_id)))
+        return card_id
+
+    def add_ops(self, run_id: str, ops: Iterable[Mapping[str, Any]]) -> None:
+        """Queue a run's per-op profile (see HistoryStore.add_ops)."""
+        self._put(_Op("add_ops", (run_id, [json_copy(op, "op") for op in ops])))
+
+    def add_artifact(self, run_id: str, kind: str, path: str, size: int | None = None) -> None:
+        self._put(_Op("add_artifact", (run_id, kind, str(path), size)))
 
     def flush(self, timeout: float = 10) -> bool:
         """Block until everything queued before this call is committed; False on timeout or a pending failure."""
@@ -174,7 +193,7 @@ class HistoryWriter(threading.Thread):
             self._open_error = exc
             self._opened.set()
             return
-        self.host_id = self._store.host_id
+        self.host_id, self.hostname = self._store.host_id, self._store.hostname
         self._opened.set()
         try:
             self._loop()

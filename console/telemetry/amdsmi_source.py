@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .base import Every, MetricInfo, Sample, Source
+from .metadata import Energy, MetricSpec
 
 GIB = float(1 << 30)
 MEASURED = "measured"
@@ -32,6 +33,18 @@ def _num(value: Any) -> float:
 
 class AmdSmiSource(Source):
     name = "amdsmi"
+    metric_specs = (
+        MetricSpec(r"(amdgpu\d+)\.util", "%", "util", "{0}"),
+        MetricSpec(r"(amdgpu\d+)\.mem\.used", "GiB", "memory", "{0} used"),
+        MetricSpec(r"(amdgpu\d+)\.mem\.total", "GiB"),
+        MetricSpec(r"(amdgpu\d+)\.power\.instant", "W", "power", "{0} instant", energy=Energy("{0}", group_order=1)),
+        MetricSpec(r"(amdgpu\d+)\.power\.avg", "W", "power", "{0} avg", energy=Energy(
+            "{0}", preference=1, group_order=1, note="{metric} is a ~1 s moving average on many boards: energy "
+            "integrated from it lags the load by up to ~1 s (small for windows much longer than that)")),
+        MetricSpec(r"(amdgpu\d+)\.energy", "J", energy=Energy("{0}", group_order=1)),
+        MetricSpec(r"(amdgpu\d+)\.temp", "°C", "temperature", "{0}"),
+        MetricSpec(r"(amdgpu\d+)\.clock\.(\w+)", "MHz", "clocks", "{0} {1}"),
+    )
 
     def __init__(self) -> None:
         self._smi: Any = None

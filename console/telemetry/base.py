@@ -1,8 +1,10 @@
 """What a telemetry source is, and the shape of what it reports.
 
 A source is a plug-in: one module holding one :class:`Source` subclass, plus one line in
-:data:`console.telemetry.registry.SOURCES`. The sampler process opens every source, asks each what it
-can and cannot measure (and why not), then calls :meth:`Source.sample` on a fixed schedule.
+:data:`console.telemetry.registry.SOURCES`. The subclass declares its metrics' metadata (unit, plot, energy
+role) in ``metric_specs``; the plots and energy accounting read it from there. The sampler process opens
+every source, asks each what it can and cannot measure (and why not), then calls :meth:`Source.sample` on a
+fixed schedule.
 
 Clock
 -----
@@ -17,7 +19,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .metadata import MetricSpec
 
 # (t_ns, source, metric, value, unit, method) -- a plain tuple so a batch pickles small and fast.
 # t_ns: time.perf_counter_ns() (CLOCK_MONOTONIC on Linux, shared with the engine workers).
@@ -96,6 +101,9 @@ class Source(ABC):
     """
 
     name: str = ""
+    # What each metric this source can emit is (unit, plot, energy role): see console/telemetry/metadata.py.
+    # Declared on the class, so the console can route and account rows without opening the source.
+    metric_specs: tuple[MetricSpec, ...] = ()
     # Poll this source at most every ``period_s`` seconds (None: at every tick). The sampler honours it on its
     # tick grid (every n-th tick). A source mixing fast and slow metrics leaves it None and throttles its slow
     # group itself with :class:`Every`.

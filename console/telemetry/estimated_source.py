@@ -28,6 +28,7 @@ import platform
 import psutil
 
 from .base import MetricInfo, Sample, Source
+from .metadata import Energy, MetricSpec
 
 ENV_TDP = "LABCONSOLE_CPU_TDP_W"
 ESTIMATED = "estimated"
@@ -84,6 +85,13 @@ class EstimatedPowerSource(Source):
     """``cpu.power.estimated`` and ``mem.power.estimated`` (W), method ``estimated``. See the module docstring."""
 
     name = "estimated"
+    _NOTE = "ESTIMATE from a TDP × utilisation model, not a measurement"
+    metric_specs = (
+        MetricSpec(r"cpu\.power\.estimated", "W", "power", "CPU (estimated)", "estimated",
+                   Energy("cpu", "cpu", group_order=2, note=_NOTE)),
+        MetricSpec(r"mem\.power\.estimated", "W", "power", "memory (estimated)", "estimated",
+                   Energy("cpu", "memory", part_order=1, group_order=2, note=_NOTE)),
+    )
 
     def __init__(self, tdp_w: float | None = None, *, model_name: str | None = None,
                  sockets: int | None = None, idle_fraction: float = IDLE_FRACTION) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import Every, MetricInfo, Sample, Source
+from .metadata import Energy, MetricSpec
 
 GIB = float(1 << 30)
 MEASURED = "measured"
@@ -83,6 +84,22 @@ class NvmlSource(Source):
     necessarily ``CUDA_VISIBLE_DEVICES`` order)."""
 
     name = "nvml"
+    metric_specs = (
+        MetricSpec(r"(gpu\d+)\.util", "%", "util", "{0}"),
+        MetricSpec(r"(gpu\d+)\.memctl\.util", "%"),
+        MetricSpec(r"(gpu\d+)\.mem\.used", "GiB", "memory", "{0} used"),
+        MetricSpec(r"(gpu\d+)\.mem\.total", "GiB"),
+        MetricSpec(r"(gpu\d+)\.power\.instant", "W", "power", "{0} instant", energy=Energy("{0}")),
+        MetricSpec(r"(gpu\d+)\.power\.avg", "W", "power", "{0} 1-s average", energy=Energy(
+            "{0}", preference=1, note="{metric} is a ~1 s moving average on many boards: energy integrated from "
+            "it lags the load by up to ~1 s (small for windows much longer than that)")),
+        MetricSpec(r"(gpu\d+)\.energy", "J", energy=Energy("{0}")),
+        MetricSpec(r"(gpu\d+)\.temp", "°C", "temperature", "{0}"),
+        MetricSpec(r"(gpu\d+)\.clock\.(sm|mem)", "MHz", "clocks", "{0} {1}"),
+        MetricSpec(r"(gpu\d+)\.throttle", "bitmask"),
+        MetricSpec(r"(gpu\d+)\.pcie\.(tx|rx)", "MB/s", "io", "{0} PCIe {1}"),
+        MetricSpec(r"(gpu\d+)\.worker\.mem", "GiB"),
+    )
 
     def __init__(self) -> None:
         self._nvml: Any = None

@@ -4,11 +4,11 @@ Always available (psutil is a hard dependency); it is the floor every lab machin
 can still be missing (no cpufreq in a VM, no /proc/diskstats in some containers, no page-fault counters off
 Linux): those are left out of ``metrics()`` and named with the reason in ``unavailable_metrics()``.
 
-Cost: on Linux the per-tick readings (CPU, memory, disk, network, the worker) come from the same /proc files
-psutil reads, but through file descriptors opened once and re-read with ``pread`` at offset 0 (the kernel
-regenerates a seq_file from the start), parsed for just the fields needed. At 10 Hz that halves the sampler's
-CPU time against the psutil calls, which open, parse fully and close several files per call; psutil stays the
-portable path elsewhere and reads the slow group (frequency, load, swap) everywhere.
+Two readers give the same counters: on Linux :class:`~console.telemetry.procfs.ProcfsReader` (files opened
+once, re-read with ``pread``: half the CPU time of the psutil calls at 10 Hz), elsewhere :class:`PsutilReader`.
+The source turns either's counters into rows the same way, rates through one
+:class:`~console.telemetry.rates.CounterRates` per counter group. The slow group (frequency, load, swap) is read
+through psutil everywhere.
 """
 
 from __future__ import annotations
@@ -17,12 +17,15 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 import psutil
 
 from .base import Every, MetricInfo, Sample, Source
+from .metadata import MetricSpec
+from .procfs import GIB, ProcfsReader, is_loopback
+from .rates import CounterRates
 
-GIB = float(1 << 30)
 MB = 1e6
 MEASURED = "measured"
 # Frequency, load average and swap change slowly, and cpu_freq() reads one sysfs file per core (milliseconds on
@@ -31,58 +34,87 @@ SLOW_PERIOD_S = 1.0
 # Block devices that are views of other devices (their traffic is already counted on a physical disk) or not
 # disks at all. On Linux the rule is structural (see _whole_disks); this list is the fallback elsewhere.
 _VIRTUAL_PREFIXES = ("loop", "ram", "zram", "dm-", "md", "sr", "fd", "nbd")
+_LINUX = sys.platform.startswith("linux")
+
+
+class CounterReader(Protocol):
+    """Cumulative counters of the host and of one watched pid; both readers below have this shape."""
+
+    cores: list[int]
+
+    def cpu(self) -> dict[int, tuple[float, float]]: ...  # cpu index (-1: all) -> (busy, total)
+    def memory(self) -> tuple[float, float]: ...  # (total, used) GiB
+    def disks(self) -> dict[str, tuple[int, int, int, int]]: ...  # bytes r/w, requests r/w
+    def net(self) -> tuple[int, int]: ...  # bytes sent, received
+    def watch(self, pid: int | None) -> bool: ...
+    def worker(self) -> tuple[float, int, int, float] | None: ...  # CPU s, minor, major faults, RSS GiB
+    def close(self) -> None: ...
 
 
 class PsutilSource(Source):
     """Host CPU/memory/swap/disk/network and the watched worker's CPU, memory and page faults.
 
-    - CPU percentages are over the interval since the previous ``sample()`` (psutil's ``interval=None``
-      mode), so the first interval starts at ``open()``, which primes the counters.
+    - CPU percentages are over the interval since the previous ``sample()``, so the first interval starts at
+      ``open()``, which primes the counters.
     - ``worker.cpu`` is in % of one core (can exceed 100 for a multi-threaded worker); ``worker.rss`` is
       the resident set of the watched pid itself, not of its children.
-    - Disk, network and page-fault figures are rates: counter deltas over the interval since the previous
-      read divided by its length, stamped at its end. A counter that goes backwards (device re-attached)
-      skips one interval instead of reporting a negative rate.
+    - Disk, network, page-fault and worker-CPU figures are rates (see :class:`CounterRates`): counter deltas
+      over the interval since the previous read divided by its length, stamped at its end; a counter that goes
+      backwards (device re-attached) skips one interval instead of reporting a negative rate.
     - Disks: whole physical disks only (on Linux: entries of /sys/block with a ``device`` link, so
       partitions, loop, device-mapper and md devices, which re-count a physical disk's traffic, are left
       out); ``disk.read``/``disk.write`` are their sum.
     """
 
     name = "psutil"
+    metric_specs = (
+        MetricSpec(r"cpu\.util", "%", "util", "CPU total"),
+        MetricSpec(r"cpu(\d+)\.util", "%", "util", "cpu{0}"),
+        MetricSpec(r"cpu\.freq", "MHz", "clocks", "CPU"),
+        MetricSpec(r"cpu\.load(1|5|15)", "tasks"),
+        MetricSpec(r"mem\.used", "GiB", "memory", "system used"),
+        MetricSpec(r"mem\.total", "GiB"),
+        MetricSpec(r"swap\.used", "GiB", "memory", "swap used"),
+        MetricSpec(r"swap\.total", "GiB"),
+        MetricSpec(r"disk\.(read|write)", "MB/s", "io", "disk {0}"),
+        MetricSpec(r"disk\.(.+)\.(read|write)", "MB/s"),
+        MetricSpec(r"disk\.(.+)\.(read|write)_iops", "1/s"),
+        MetricSpec(r"net\.(sent|recv)", "MB/s", "io", "network {0}"),
+        MetricSpec(r"worker\.rss", "GiB", "memory", "worker RSS"),
+        MetricSpec(r"worker\.cpu", "%"),
+        MetricSpec(r"worker\.faults\.(minor|major)", "1/s"),
+    )
 
     def __init__(self, procfs: bool | None = None) -> None:
         # procfs: read /proc directly (Linux); None = when /proc/stat is there. False forces the psutil calls.
         self._want_procfs = procfs
-        self._fast: _Procfs | None = None
-        self._ncpu = 0
-        self._core_metrics: list[str] = []
-        self._proc: psutil.Process | None = None
+        self._reader: CounterReader | None = None
+        self._core_metrics: list[tuple[int, str]] = []
+        self._cpu_prev: dict[int, tuple[float, float]] = {}
         self._opened = False
         self._slow: Every | None = None
         self._has_freq = False
         self._has_swap = False
         self._disks: list[str] = []
         self._disk_names: dict[str, tuple[str, str, str, str]] = {}
-        self._disk_prev: dict[str, tuple[int, int, int, int]] = {}
-        self._disk_t = 0
+        self._disk_rates: dict[str, CounterRates] = {}
         self._has_net = False
-        self._net_prev: tuple[int, int] | None = None
-        self._net_t = 0
-        self._faults_supported = sys.platform.startswith("linux")
-        self._fault_prev: tuple[int, int] | None = None
-        self._fault_t = 0
+        self._net_rates = CounterRates()
+        self._watching = False
+        self._worker_rates = CounterRates()
         self._unavailable: dict[str, str] = {}
+
+    @property
+    def fast_path(self) -> bool:
+        """True when the counters come from /proc directly (Linux), False for the psutil calls."""
+        return isinstance(self._reader, ProcfsReader)
 
     # ---- Public API
 
     def open(self) -> None:
-        psutil.cpu_percent(interval=None)
-        per_core = psutil.cpu_percent(interval=None, percpu=True)
-        self._ncpu = len(per_core)
-        self._core_metrics = [f"cpu{i}.util" for i in range(self._ncpu)]
+        self.close()
         self._slow = Every(SLOW_PERIOD_S, self.tick_ns)
         unavailable: dict[str, str] = {}
-
         try:
             self._has_freq = psutil.cpu_freq() is not None
             why = "psutil.cpu_freq() returned nothing (no cpufreq in /sys and no 'cpu MHz' in /proc/cpuinfo)"
@@ -96,7 +128,6 @@ class PsutilSource(Source):
         except Exception as exc:
             unavailable["swap.used"] = f"psutil.swap_memory() failed: {exc!r}"
 
-        now = time.perf_counter_ns()
         try:
             counters = psutil.disk_io_counters(perdisk=True) or {}
         except Exception as exc:
@@ -110,8 +141,6 @@ class PsutilSource(Source):
             unavailable["disk.read"] = unavailable["disk.write"] = why
         self._disk_names = {d: (f"disk.{d}.read", f"disk.{d}.write", f"disk.{d}.read_iops",
                                 f"disk.{d}.write_iops") for d in self._disks}
-        self._disk_prev = {d: _disk_tuple(counters[d]) for d in self._disks}
-        self._disk_t = now
 
         try:
             nics = psutil.net_io_counters(pernic=True) or {}
@@ -119,37 +148,23 @@ class PsutilSource(Source):
             nics, why = {}, f"psutil.net_io_counters() failed: {exc!r}"
         else:
             why = "no network interface visible"
-        self._has_net = any(not _is_loopback(n) for n in nics)
-        if self._has_net:
-            self._net_prev = _net_totals(nics)
-            self._net_t = now
-        else:
+        self._has_net = any(not is_loopback(n) for n in nics)
+        if not self._has_net:
             unavailable["net.sent"] = unavailable["net.recv"] = why
-
-        if not self._faults_supported:
+        if not _LINUX:
             why = f"page-fault counters are read from /proc/PID/stat, which {sys.platform} does not have"
             unavailable["worker.faults.minor"] = unavailable["worker.faults.major"] = why
         self._unavailable = unavailable
-        if self._fast is not None:
-            self._fast.close()
-            self._fast = None
-        if self._want_procfs is not False and os.path.exists("/proc/stat"):
-            try:
-                self._fast = _Procfs(self._disks, self._has_net)
-            except (OSError, ValueError):
-                if self._want_procfs:
-                    raise
-                self._fast = None  # an unusual /proc: psutil knows its variants
-        if self._fast is not None:
-            self._core_metrics = [f"cpu{i}.util" for i in self._fast.cores]
-            self._ncpu = len(self._core_metrics)
+
+        self._reader = self._open_reader()
+        self._core_metrics = [(i, f"cpu{i}.util") for i in self._reader.cores]
+        self._prime(time.perf_counter_ns())
         self._opened = True
 
     def metrics(self) -> list[MetricInfo]:
         slow = SLOW_PERIOD_S
         out = [MetricInfo("cpu.util", "%", "CPU utilisation, all logical cores", MEASURED)]
-        out += [MetricInfo(m, "%", f"CPU utilisation, logical core {i}", MEASURED)
-                for i, m in enumerate(self._core_metrics)]
+        out += [MetricInfo(m, "%", f"CPU utilisation, logical core {i}", MEASURED) for i, m in self._core_metrics]
         if self._has_freq:
             out.append(MetricInfo("cpu.freq", "MHz", "Mean current frequency over logical cores (cpufreq; in a "
                                   "VM often the nominal value from /proc/cpuinfo)", MEASURED, slow))
@@ -184,7 +199,7 @@ class PsutilSource(Source):
             MetricInfo("worker.cpu", "%", "CPU of the watched worker pid, % of one core (while watched)",
                        MEASURED),
         ]
-        if self._faults_supported:
+        if _LINUX:
             out += [MetricInfo("worker.faults.minor", "1/s", "Minor page faults per second of the watched worker "
                                "(no disk I/O: first touch, copy-on-write)", MEASURED),
                     MetricInfo("worker.faults.major", "1/s", "Major page faults per second of the watched worker "
@@ -195,142 +210,223 @@ class PsutilSource(Source):
         return dict(self._unavailable)
 
     def watch_pid(self, pid: int | None) -> None:
-        self._proc = None
-        self._fault_prev = None
-        if self._fast is not None:
-            self._fast.watch(pid)
+        self._worker_rates.reset()
+        reader = self._reader
+        self._watching = reader is not None and pid is not None and reader.watch(pid)
+        if not self._watching:
+            if reader is not None:
+                reader.watch(None)
             return
-        if pid is None:
+        first = reader.worker()  # prime: the next sample covers the interval from now
+        if first is None:
+            self._unwatch()
             return
-        try:
-            proc = psutil.Process(pid)
-            proc.cpu_percent(interval=None)  # prime: the next sample covers the interval from now
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            return
-        self._proc = proc
-        if self._faults_supported:
-            self._fault_prev = _read_faults(pid)
-            self._fault_t = time.perf_counter_ns()
+        self._worker_rates.update(first[:3], time.perf_counter_ns())
 
     def sample(self, t_ns: int) -> list[Sample]:
         if not self._opened:
             self.open()
-        if self._fast is not None:
-            rows = self._fast.sample(t_ns, self.name, self._core_metrics)
-            if self._slow is not None and self._slow.due(t_ns):
-                self._sample_slow(t_ns, rows)
-            return rows
-        name = self.name
-        rows: list[Sample] = [(t_ns, name, "cpu.util", psutil.cpu_percent(interval=None), "%", MEASURED)]
-        per_core = psutil.cpu_percent(interval=None, percpu=True)
-        # strict=False: a core hot-plugged after open() is ignored rather than breaking the tick.
-        rows += [(t_ns, name, m, v, "%", MEASURED)
-                 for m, v in zip(self._core_metrics, per_core, strict=False)]
-        vm = psutil.virtual_memory()
-        rows.append((t_ns, name, "mem.used", (vm.total - vm.available) / GIB, "GiB", MEASURED))
-        rows.append((t_ns, name, "mem.total", vm.total / GIB, "GiB", MEASURED))
+        reader = self._reader
+        assert reader is not None
+        rows: list[Sample] = []
+        add = rows.append
+        self._cpu_rows(reader.cpu(), t_ns, add)
+        total, used = reader.memory()
+        add((t_ns, self.name, "mem.used", used, "GiB", MEASURED))
+        add((t_ns, self.name, "mem.total", total, "GiB", MEASURED))
         if self._slow is not None and self._slow.due(t_ns):
-            self._sample_slow(t_ns, rows)
+            self._slow_rows(t_ns, add)
         if self._disks:
-            self._sample_disks(t_ns, rows)
+            self._disk_rows(reader.disks(), t_ns, add)
         if self._has_net:
-            self._sample_net(t_ns, rows)
-        proc = self._proc
-        if proc is not None:
-            try:
-                with proc.oneshot():
-                    if proc.status() == psutil.STATUS_ZOMBIE:  # exited, not yet reaped by its parent
-                        raise psutil.NoSuchProcess(proc.pid)
-                    rss = proc.memory_info().rss
-                    cpu = proc.cpu_percent(interval=None)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                self._proc = None  # gone: stop reporting it, quietly
-            else:
-                rows.append((t_ns, name, "worker.rss", rss / GIB, "GiB", MEASURED))
-                rows.append((t_ns, name, "worker.cpu", cpu, "%", MEASURED))
-                if self._faults_supported:
-                    self._sample_faults(proc.pid, t_ns, rows)
+            rates = self._net_rates.update(reader.net(), t_ns)
+            if rates is not None:
+                add((t_ns, self.name, "net.sent", rates[0] / MB, "MB/s", MEASURED))
+                add((t_ns, self.name, "net.recv", rates[1] / MB, "MB/s", MEASURED))
+        if self._watching:
+            self._worker_rows(t_ns, add)
         return rows
 
     def close(self) -> None:
-        self._proc = None
         self._opened = False
-        if self._fast is not None:
-            self._fast.close()
-            self._fast = None
+        self._watching = False
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     # ---- Private API
 
-    def _sample_slow(self, t_ns: int, rows: list[Sample]) -> None:
+    def _open_reader(self) -> CounterReader:
+        if self._want_procfs is not False and os.path.exists("/proc/stat"):
+            try:
+                return ProcfsReader(self._disks, self._has_net)
+            except (OSError, ValueError):
+                if self._want_procfs:
+                    raise
+                # an unusual /proc: psutil knows its variants
+        return PsutilReader(self._disks)
+
+    def _prime(self, t_ns: int) -> None:
+        reader = self._reader
+        assert reader is not None
+        self._cpu_prev = reader.cpu()
+        disks = reader.disks() if self._disks else {}
+        self._disk_rates = {d: CounterRates() for d in self._disks}
+        for d, counters in disks.items():
+            self._disk_rates[d].update(counters, t_ns)
+        self._net_rates = CounterRates()
+        if self._has_net:
+            self._net_rates.update(reader.net(), t_ns)
+
+    def _cpu_rows(self, cpu: dict[int, tuple[float, float]], t_ns: int, add: Callable[[Sample], None]) -> None:
+        """Busy share of each logical core (and of all) since the previous tick, like psutil.cpu_percent."""
+        prev, self._cpu_prev = self._cpu_prev, cpu
+        name = self.name
+        b0, t0 = prev.get(-1, (0, 0))
+        b1, t1 = cpu[-1]
+        if t1 > t0:
+            add((t_ns, name, "cpu.util", _pct(b1 - b0, t1 - t0), "%", MEASURED))
+        for i, metric in self._core_metrics:  # a core hot-plugged after open() is ignored
+            cur, old = cpu.get(i), prev.get(i)
+            if cur is not None and old is not None and cur[1] > old[1]:
+                add((t_ns, name, metric, _pct(cur[0] - old[0], cur[1] - old[1]), "%", MEASURED))
+
+    def _slow_rows(self, t_ns: int, add: Callable[[Sample], None]) -> None:
         name = self.name
         if self._has_freq:
             freq = psutil.cpu_freq()
             if freq is not None and freq.current > 0:
-                rows.append((t_ns, name, "cpu.freq", float(freq.current), "MHz", MEASURED))
+                add((t_ns, name, "cpu.freq", float(freq.current), "MHz", MEASURED))
         l1, l5, l15 = psutil.getloadavg()
-        rows.append((t_ns, name, "cpu.load1", float(l1), "tasks", MEASURED))
-        rows.append((t_ns, name, "cpu.load5", float(l5), "tasks", MEASURED))
-        rows.append((t_ns, name, "cpu.load15", float(l15), "tasks", MEASURED))
+        add((t_ns, name, "cpu.load1", float(l1), "tasks", MEASURED))
+        add((t_ns, name, "cpu.load5", float(l5), "tasks", MEASURED))
+        add((t_ns, name, "cpu.load15", float(l15), "tasks", MEASURED))
         if self._has_swap:
             sw = psutil.swap_memory()
-            rows.append((t_ns, name, "swap.used", sw.used / GIB, "GiB", MEASURED))
-            rows.append((t_ns, name, "swap.total", sw.total / GIB, "GiB", MEASURED))
+            add((t_ns, name, "swap.used", sw.used / GIB, "GiB", MEASURED))
+            add((t_ns, name, "swap.total", sw.total / GIB, "GiB", MEASURED))
 
-    def _sample_disks(self, t_ns: int, rows: list[Sample]) -> None:
-        counters = psutil.disk_io_counters(perdisk=True) or {}
-        dt = (t_ns - self._disk_t) / 1e9
-        if dt <= 0:
-            return
-        self._disk_t = t_ns
+    def _disk_rows(self, counters: dict[str, tuple[int, int, int, int]], t_ns: int,
+                   add: Callable[[Sample], None]) -> None:
         name = self.name
         total_r = total_w = 0.0
         complete = True
-        prev_all = self._disk_prev
-        for d, metric_names in self._disk_names.items():
+        for d, (r, w, ri, wi) in self._disk_names.items():
+            rates_of = self._disk_rates[d]
             c = counters.get(d)
             if c is None:  # disk detached: nothing to say about it this time
-                prev_all.pop(d, None)
+                rates_of.reset()
                 complete = False
                 continue
-            cur = _disk_tuple(c)
-            prev = prev_all.get(d)
-            prev_all[d] = cur
-            if prev is None or any(a < b for a, b in zip(cur, prev, strict=True)):
+            rates = rates_of.update(c, t_ns)
+            if rates is None:
                 complete = False
                 continue
-            rb, wb, rc, wc = ((a - b) / dt for a, b in zip(cur, prev, strict=True))
-            r, w, ri, wi = metric_names
-            rows.append((t_ns, name, r, rb / MB, "MB/s", MEASURED))
-            rows.append((t_ns, name, w, wb / MB, "MB/s", MEASURED))
-            rows.append((t_ns, name, ri, rc, "1/s", MEASURED))
-            rows.append((t_ns, name, wi, wc, "1/s", MEASURED))
+            rb, wb, rc, wc = rates
+            add((t_ns, name, r, rb / MB, "MB/s", MEASURED))
+            add((t_ns, name, w, wb / MB, "MB/s", MEASURED))
+            add((t_ns, name, ri, rc, "1/s", MEASURED))
+            add((t_ns, name, wi, wc, "1/s", MEASURED))
             total_r += rb
             total_w += wb
         if complete:  # a sum over some disks would under-report: only when every disk was read
-            rows.append((t_ns, name, "disk.read", total_r / MB, "MB/s", MEASURED))
-            rows.append((t_ns, name, "disk.write", total_w / MB, "MB/s", MEASURED))
+            add((t_ns, name, "disk.read", total_r / MB, "MB/s", MEASURED))
+            add((t_ns, name, "disk.write", total_w / MB, "MB/s", MEASURED))
 
-    def _sample_net(self, t_ns: int, rows: list[Sample]) -> None:
-        cur = _net_totals(psutil.net_io_counters(pernic=True) or {})
-        prev, dt = self._net_prev, (t_ns - self._net_t) / 1e9
-        self._net_prev, self._net_t = cur, t_ns
-        if prev is None or dt <= 0 or cur[0] < prev[0] or cur[1] < prev[1]:
+    def _worker_rows(self, t_ns: int, add: Callable[[Sample], None]) -> None:
+        assert self._reader is not None
+        got = self._reader.worker()
+        if got is None:  # gone, or exited and not yet reaped: stop reporting it, quietly
+            self._unwatch()
             return
-        rows.append((t_ns, self.name, "net.sent", (cur[0] - prev[0]) / dt / MB, "MB/s", MEASURED))
-        rows.append((t_ns, self.name, "net.recv", (cur[1] - prev[1]) / dt / MB, "MB/s", MEASURED))
-
-    def _sample_faults(self, pid: int, t_ns: int, rows: list[Sample]) -> None:
-        cur = _read_faults(pid)
-        prev, dt = self._fault_prev, (t_ns - self._fault_t) / 1e9
-        self._fault_prev, self._fault_t = cur, t_ns
-        if cur is None or prev is None or dt <= 0:
+        cpu_s, minor, major, rss = got
+        name = self.name
+        add((t_ns, name, "worker.rss", rss, "GiB", MEASURED))
+        rates = self._worker_rates.update((cpu_s, minor, major), t_ns)
+        if rates is None:
             return
-        rows.append((t_ns, self.name, "worker.faults.minor", (cur[0] - prev[0]) / dt, "1/s", MEASURED))
-        rows.append((t_ns, self.name, "worker.faults.major", (cur[1] - prev[1]) / dt, "1/s", MEASURED))
+        add((t_ns, name, "worker.cpu", rates[0] * 100.0, "%", MEASURED))
+        if _LINUX:
+            add((t_ns, name, "worker.faults.minor", rates[1], "1/s", MEASURED))
+            add((t_ns, name, "worker.faults.major", rates[2], "1/s", MEASURED))
+
+    def _unwatch(self) -> None:
+        self._watching = False
+        self._worker_rates.reset()
+        if self._reader is not None:
+            self._reader.watch(None)
 
 
-def _disk_tuple(c) -> tuple[int, int, int, int]:
-    return (c.read_bytes, c.write_bytes, c.read_count, c.write_count)
+class PsutilReader:
+    """The portable reader: the same counters as :class:`ProcfsReader`, through psutil's calls."""
+
+    def __init__(self, disks: list[str]) -> None:
+        self._disks = disks
+        self.cores = list(range(len(psutil.cpu_times(percpu=True))))
+        self._proc: psutil.Process | None = None
+
+    def cpu(self) -> dict[int, tuple[float, float]]:
+        out = {-1: _busy_total(psutil.cpu_times())}
+        for i, times in enumerate(psutil.cpu_times(percpu=True)):
+            out[i] = _busy_total(times)
+        return out
+
+    def memory(self) -> tuple[float, float]:
+        vm = psutil.virtual_memory()
+        return vm.total / GIB, (vm.total - vm.available) / GIB
+
+    def disks(self) -> dict[str, tuple[int, int, int, int]]:
+        counters = psutil.disk_io_counters(perdisk=True) or {}
+        return {d: (c.read_bytes, c.write_bytes, c.read_count, c.write_count)
+                for d in self._disks if (c := counters.get(d)) is not None}
+
+    def net(self) -> tuple[int, int]:
+        sent = recv = 0
+        for nic, c in (psutil.net_io_counters(pernic=True) or {}).items():
+            if not is_loopback(nic):
+                sent += c.bytes_sent
+                recv += c.bytes_recv
+        return sent, recv
+
+    def watch(self, pid: int | None) -> bool:
+        self._proc = None
+        if pid is None:
+            return True
+        try:
+            self._proc = psutil.Process(pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return False
+        return True
+
+    def worker(self) -> tuple[float, int, int, float] | None:
+        proc = self._proc
+        if proc is None:
+            return None
+        try:
+            with proc.oneshot():
+                if proc.status() == psutil.STATUS_ZOMBIE:  # exited, not yet reaped by its parent
+                    return None
+                rss = proc.memory_info().rss
+                times = proc.cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return None
+        faults = _read_faults(proc.pid) if _LINUX else (0, 0)
+        if faults is None:  # /proc/PID/stat is gone: so is the process
+            return None
+        return times.user + times.system, faults[0], faults[1], rss / GIB
+
+    def close(self) -> None:
+        self._proc = None
+
+
+def _busy_total(times) -> tuple[float, float]:
+    """(busy, total) CPU seconds with psutil.cpu_percent's formulas: guest time is already inside user."""
+    total = sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+    return total - times.idle - getattr(times, "iowait", 0.0), total
+
+
+def _pct(busy: float, total: float) -> float:
+    return min(100.0, max(0.0, 100.0 * busy / total))
 
 
 def _whole_disks(names: list[str], sys_block: str = "/sys/block") -> list[str]:
@@ -342,20 +438,6 @@ def _whole_disks(names: list[str], sys_block: str = "/sys/block") -> list[str]:
     return sorted(n for n in names
                   if n in entries and os.path.exists(os.path.join(sys_block, n, "device"))
                   and not n.startswith(_VIRTUAL_PREFIXES))
-
-
-def _net_totals(nics: dict) -> tuple[int, int]:
-    sent = recv = 0
-    for nic, c in nics.items():
-        if _is_loopback(nic):
-            continue
-        sent += c.bytes_sent
-        recv += c.bytes_recv
-    return sent, recv
-
-
-def _is_loopback(nic: str) -> bool:
-    return nic == "lo" or (nic.startswith("lo") and nic[2:].isdigit())  # Linux "lo", BSD/macOS "lo0"
 
 
 def _read_faults(pid: int) -> tuple[int, int] | None:
@@ -370,222 +452,3 @@ def _read_faults(pid: int) -> tuple[int, int] | None:
         return int(fields[7]), int(fields[9])
     except (IndexError, ValueError):
         return None
-
-
-# ---- Linux fast path
-
-
-class _ProcFile:
-    """A /proc file opened once and re-read from offset 0 with pread: fresh content, no open/close per tick."""
-
-    __slots__ = ("fd", "path")
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-
-    def read(self) -> bytes:
-        data = os.pread(self.fd, 65536, 0)
-        if len(data) < 65536:
-            return data
-        chunks, offset = [data], len(data)
-        while True:  # a long /proc/stat (many CPUs and interrupts)
-            more = os.pread(self.fd, 65536, offset)
-            if not more:
-                return b"".join(chunks)
-            chunks.append(more)
-            offset += len(more)
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
-class _Procfs:
-    """The per-tick readings from /proc, parsed for just the fields reported. Same sources and formulas as
-    psutil on Linux: CPU busy = total - idle - iowait, guest time already inside user; memory used =
-    MemTotal - MemAvailable; /proc/diskstats sectors are 512 bytes whatever the device's sector size."""
-
-    def __init__(self, disks: list[str], net: bool) -> None:
-        self._files: list[_ProcFile] = []
-        self._stat = self._open("/proc/stat")
-        self._meminfo = self._open("/proc/meminfo")
-        self._disk_names = {d.encode(): (f"disk.{d}.read", f"disk.{d}.write", f"disk.{d}.read_iops",
-                                         f"disk.{d}.write_iops") for d in disks}
-        self._diskstats = self._open("/proc/diskstats") if disks else None
-        self._netdev = self._open("/proc/net/dev") if net else None
-        self._tick = float(os.sysconf("SC_CLK_TCK"))
-        self._page = float(os.sysconf("SC_PAGE_SIZE"))
-        self._cpu_prev = self._read_cpu()
-        self.cores = sorted(k for k in self._cpu_prev if k >= 0)
-        self._mem_total = self._read_mem()[0]
-        now = time.perf_counter_ns()
-        self._disk_prev, self._disk_t = (self._read_disks(), now) if self._diskstats else ({}, now)
-        self._net_prev, self._net_t = (self._read_net(), now) if self._netdev else ((0, 0), now)
-        self._pid_file: _ProcFile | None = None
-        self._pid_prev: tuple[int, int, int] | None = None
-        self._pid_t = 0
-
-    def _open(self, path: str) -> _ProcFile:
-        f = _ProcFile(path)
-        self._files.append(f)
-        return f
-
-    def close(self) -> None:
-        self.watch(None)
-        for f in self._files:
-            f.close()
-        self._files = []
-
-    def watch(self, pid: int | None) -> None:
-        if self._pid_file is not None:
-            self._pid_file.close()
-        self._pid_file, self._pid_prev = None, None
-        if pid is None:
-            return
-        try:
-            self._pid_file = _ProcFile(f"/proc/{pid}/stat")
-            self._pid_prev = self._read_pid()[1:4]  # type: ignore[index]
-        except (OSError, TypeError):
-            self.watch(None)
-            return
-        self._pid_t = time.perf_counter_ns()
-
-    # -- readers
-
-    def _read_cpu(self) -> dict[int, tuple[int, int]]:
-        """logical cpu index (-1: all) -> (busy, total) in clock ticks."""
-        out: dict[int, tuple[int, int]] = {}
-        for line in self._stat.read().split(b"\n"):
-            if not line.startswith(b"cpu"):
-                if out:
-                    break  # the cpu lines come first
-                continue
-            head, *fields = line.split()
-            v = [int(x) for x in fields[:8]]  # user nice system idle iowait irq softirq steal
-            total = sum(v)
-            idle = v[3] + (v[4] if len(v) > 4 else 0)
-            out[-1 if head == b"cpu" else int(head[3:])] = (total - idle, total)
-        return out
-
-    def _read_mem(self) -> tuple[float, float]:
-        total = avail = None
-        for line in self._meminfo.read().split(b"\n"):
-            if line.startswith(b"MemTotal:"):
-                total = int(line.split()[1]) * 1024
-            elif line.startswith(b"MemAvailable:"):
-                avail = int(line.split()[1]) * 1024
-                break
-        if total is None or avail is None:
-            raise ValueError("/proc/meminfo without MemTotal/MemAvailable (Linux < 3.14)")
-        return total / GIB, (total - avail) / GIB
-
-    def _read_disks(self) -> dict[bytes, tuple[int, int, int, int]]:
-        assert self._diskstats is not None
-        out = {}
-        names = self._disk_names
-        for line in self._diskstats.read().split(b"\n"):
-            f = line.split()
-            if len(f) >= 14 and f[2] in names:
-                out[f[2]] = (int(f[5]) * 512, int(f[9]) * 512, int(f[3]), int(f[7]))
-        return out
-
-    def _read_net(self) -> tuple[int, int]:
-        assert self._netdev is not None
-        sent = recv = 0
-        for line in self._netdev.read().split(b"\n")[2:]:
-            nic, sep, rest = line.partition(b":")
-            if not sep or _is_loopback(nic.strip().decode(errors="replace")):
-                continue
-            f = rest.split()
-            recv += int(f[0])
-            sent += int(f[8])
-        return sent, recv
-
-    def _read_pid(self) -> tuple[bool, int, int, int, int] | None:
-        """(zombie, cpu ticks, minor faults, major faults, rss pages) of the watched pid; None when gone."""
-        assert self._pid_file is not None
-        try:
-            data = self._pid_file.read()
-        except OSError:  # reaped: ESRCH
-            return None
-        f = data.rpartition(b")")[2].split()
-        if not f:
-            return None
-        return f[0] in (b"Z", b"X"), int(f[11]) + int(f[12]), int(f[7]), int(f[9]), int(f[21])
-
-    # -- one tick
-
-    def sample(self, t_ns: int, name: str, core_metrics: list[str]) -> list[Sample]:
-        rows: list[Sample] = []
-        add = rows.append
-        cpu = self._read_cpu()
-        prev, self._cpu_prev = self._cpu_prev, cpu
-        pct = _pct
-        b0, t0 = prev.get(-1, (0, 0))
-        b1, t1 = cpu[-1]
-        if t1 > t0:
-            add((t_ns, name, "cpu.util", pct(b1 - b0, t1 - t0), "%", MEASURED))
-        for i, metric in zip(self.cores, core_metrics, strict=False):
-            cur, old = cpu.get(i), prev.get(i)
-            if cur is not None and old is not None and cur[1] > old[1]:
-                add((t_ns, name, metric, pct(cur[0] - old[0], cur[1] - old[1]), "%", MEASURED))
-        total, used = self._read_mem()
-        add((t_ns, name, "mem.used", used, "GiB", MEASURED))
-        add((t_ns, name, "mem.total", total, "GiB", MEASURED))
-        if self._diskstats is not None:
-            self._disks(t_ns, name, add)
-        if self._netdev is not None:
-            cur_net = self._read_net()
-            old_net, dt = self._net_prev, (t_ns - self._net_t) / 1e9
-            self._net_prev, self._net_t = cur_net, t_ns
-            if dt > 0 and cur_net[0] >= old_net[0] and cur_net[1] >= old_net[1]:
-                add((t_ns, name, "net.sent", (cur_net[0] - old_net[0]) / dt / MB, "MB/s", MEASURED))
-                add((t_ns, name, "net.recv", (cur_net[1] - old_net[1]) / dt / MB, "MB/s", MEASURED))
-        if self._pid_file is not None:
-            self._worker(t_ns, name, add)
-        return rows
-
-    def _disks(self, t_ns: int, name: str, add: Callable[[Sample], None]) -> None:
-        cur = self._read_disks()
-        prev, dt = self._disk_prev, (t_ns - self._disk_t) / 1e9
-        self._disk_prev, self._disk_t = cur, t_ns
-        if dt <= 0:
-            return
-        total_r = total_w = 0.0
-        complete = True
-        for dev, (r, w, ri, wi) in self._disk_names.items():
-            c, p = cur.get(dev), prev.get(dev)
-            if c is None or p is None or c[0] < p[0] or c[1] < p[1] or c[2] < p[2] or c[3] < p[3]:
-                complete = False
-                continue
-            rb, wb = (c[0] - p[0]) / dt, (c[1] - p[1]) / dt
-            add((t_ns, name, r, rb / MB, "MB/s", MEASURED))
-            add((t_ns, name, w, wb / MB, "MB/s", MEASURED))
-            add((t_ns, name, ri, (c[2] - p[2]) / dt, "1/s", MEASURED))
-            add((t_ns, name, wi, (c[3] - p[3]) / dt, "1/s", MEASURED))
-            total_r += rb
-            total_w += wb
-        if complete:
-            add((t_ns, name, "disk.read", total_r / MB, "MB/s", MEASURED))
-            add((t_ns, name, "disk.write", total_w / MB, "MB/s", MEASURED))
-
-    def _worker(self, t_ns: int, name: str, add: Callable[[Sample], None]) -> None:
-        got = self._read_pid()
-        if got is None or got[0]:  # gone, or exited and not yet reaped
-            self.watch(None)
-            return
-        _, ticks, minor, major, rss = got
-        prev, dt = self._pid_prev, (t_ns - self._pid_t) / 1e9
-        self._pid_prev, self._pid_t = (ticks, minor, major), t_ns
-        add((t_ns, name, "worker.rss", rss * self._page / GIB, "GiB", MEASURED))
-        if prev is None or dt <= 0:
-            return
-        add((t_ns, name, "worker.cpu", (ticks - prev[0]) / self._tick / dt * 100.0, "%", MEASURED))
-        add((t_ns, name, "worker.faults.minor", (minor - prev[1]) / dt, "1/s", MEASURED))
-        add((t_ns, name, "worker.faults.major", (major - prev[2]) / dt, "1/s", MEASURED))
-
-
-def _pct(busy: int, total: int) -> float:
-    return min(100.0, max(0.0, 100.0 * busy / total))

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from .base import MetricInfo, Sample, Source
+from .metadata import Energy, MetricSpec
 
 DEFAULT_ROOT = "/sys/class/powercap"
 MEASURED = "measured"
@@ -77,6 +78,16 @@ class RaplSource(Source):
     """
 
     name = "rapl"
+    # Zones are one device group, "cpu", with the estimated model: a counter beats an estimate of the same
+    # hardware. Sums (rapl.energy, rapl.power) are not energy parts: the zones would be counted twice.
+    metric_specs = (
+        MetricSpec(r"rapl\.(package-[\w.-]+)\.energy", "J", energy=Energy("cpu", "{0}", group_order=2)),
+        MetricSpec(r"rapl\.(dram-[\w.-]+)\.energy", "J", energy=Energy("cpu", "{0}", part_order=1, group_order=2)),
+        MetricSpec(r"rapl\.(package-[\w.-]+)\.power", "W", energy=Energy("cpu", "{0}", group_order=2)),
+        MetricSpec(r"rapl\.(dram-[\w.-]+)\.power", "W", energy=Energy("cpu", "{0}", part_order=1, group_order=2)),
+        MetricSpec(r"rapl\.energy", "J"),
+        MetricSpec(r"rapl\.power", "W", "power", "CPU package + DRAM (RAPL)"),
+    )
 
     def __init__(self, root: str | os.PathLike[str] | None = None, opener: Opener | None = None) -> None:
         self.root = os.fspath(root) if root is not None else DEFAULT_ROOT

@@ -1,4 +1,10 @@
-"""Starts the window: QApplication, the history database (with a clear dialog if it is unusable), the pages."""
+"""Starts the window: QApplication and its colour scheme, the workspace (history database, with a clear dialog if
+it is unusable; telemetry), the pages.
+
+The colour scheme follows the desktop: a dark window colour in the platform's palette gives the dark scheme.
+`LABCONSOLE_THEME=light` or `=dark` pins one (and gives Qt's own widgets the matching palette); `auto` (the default)
+follows the desktop.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,9 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from console import __version__, paths
 from console.ui.main_window import MainWindow
 from console.ui.settings import APPLICATION, ORGANIZATION
+from widgets import theme
+
+THEME_ENV = "LABCONSOLE_THEME"
 
 
 def application() -> QtWidgets.QApplication:
@@ -23,7 +32,18 @@ def application() -> QtWidgets.QApplication:
     icon = paths.asset_path("labconsole.svg")
     if icon.exists():
         app.setWindowIcon(QtGui.QIcon(str(icon)))
+    choose_theme(app)
     return app
+
+
+def choose_theme(app: QtWidgets.QApplication, mode: str | None = None) -> theme.Scheme:
+    """The colour scheme for the window about to be built: `mode`, else $LABCONSOLE_THEME, else the desktop's."""
+    mode = (mode or os.environ.get(THEME_ENV) or "auto").strip().lower()
+    if mode not in theme.MODES:
+        print(f"labconsole: {THEME_ENV}={mode!r} is not one of {', '.join(theme.MODES)}; following the desktop "
+              f"(auto). Fix: set {THEME_ENV} to one of those, or unset it.", file=sys.stderr)
+        mode = "auto"
+    return theme.use_for(app, mode)
 
 
 def build_main_window(db: str | Path | None = None, worker_entry: Callable[..., None] | None = None,
@@ -36,27 +56,13 @@ def build_main_window(db: str | Path | None = None, worker_entry: Callable[..., 
 
 def attach_workspace(window: MainWindow, worker_entry: Callable[..., None] | None = None,
                      telemetry_hz: float | None = 10.0, discover_targets: bool = True) -> None:
-    """Open the history and the runner, then build the pages. A broken database gives a window that says why."""
-    from console.history import HistoryError, HistoryStore, HistoryWriter
-    from console.telemetry.hub import TelemetryHub
-    from console.ui.run_controller import RunController
-    from engines.worker import worker_main
+    """Open the workspace (history, telemetry), then build the pages. A broken database gives a window that says
+    why. The history is closed when the window is destroyed; telemetry stops when it closes."""
+    from console.ui.workspace import Workspace
 
-    hub = None
-    if telemetry_hz:  # idle telemetry from launch, shared by every run of this window
-        hub = TelemetryHub(rate_hz=telemetry_hz)
-        hub.start()
-    try:
-        writer = HistoryWriter.open(window.db_path)
-        store = HistoryStore(window.db_path)
-    except HistoryError as exc:
-        window.attach(None, None, startup_error=str(exc), discover_targets=discover_targets, hub=hub)
-        return
-    controller = RunController(writer, worker_entry=worker_entry or worker_main, telemetry_hz=telemetry_hz,
-                               hub=hub)
-    controller.setParent(window)
-    window.attach(controller, store, discover_targets=discover_targets, hub=hub)
-    window.destroyed.connect(lambda *_: (writer.close(), store.close()))
+    workspace = Workspace.open(window.db_path, worker_entry=worker_entry, telemetry_hz=telemetry_hz)
+    window.attach(workspace, discover_targets=discover_targets)
+    window.destroyed.connect(lambda *_: workspace.close())
 
 
 class _AfterFirstPaint(QtCore.QObject):

@@ -1,28 +1,33 @@
-"""The main window: Run and History pages, menus, shortcuts, remembered settings."""
+"""The main window: the pages of console.ui.pages as tabs, menus, shortcuts, remembered settings."""
 
 from __future__ import annotations
 
 import platform
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from console import __version__
+from console.ui import pages
+from console.ui.cluster_link import ClusterWindow
 from console.ui.settings import Settings
 
 if TYPE_CHECKING:
     from console.history import HistoryStore
-    from console.telemetry.hub import TelemetryHub
     from console.ui.run_controller import RunController
+    from console.ui.workspace import Workspace
 
-class MainWindow(QtWidgets.QMainWindow):
+
+class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
     """Owns the pages; a run goes form → RunController → RunSession → worker and back as events."""
 
     # ---- Public API
     def __init__(self, db_path: Path):
-        """The light shell: menus, tabs and status bar, imports nothing heavy, so it paints at once.
+        """The light shell: menus, a placeholder tab per page and the status bar; it imports nothing heavy, so it
+        paints at once.
 
         `attach()` then builds the pages (pyqtgraph, SQLite, the runner) — right away for tests and the
         self-test, or just after the first paint when the app starts (see console.ui.app).
@@ -30,56 +35,84 @@ class MainWindow(QtWidgets.QMainWindow):
         super().__init__()
         self.setWindowTitle(f"Lab Console — {db_path.name}")
         self.db_path = db_path
+        self.workspace: Workspace | None = None
         self.controller: RunController | None = None
-        self.store: HistoryStore | None = None
-        self.startup_error = ""
-        self.hub = None
         self.settings = Settings()
+        self.page_infos: list[pages.PageInfo] = list(pages.PAGES)
+        self.pages: dict[str, QtWidgets.QWidget] = {}
+        # Set before `attach()` builds the pages: swapping a shown shell's placeholders for pages shows some of them
+        # (their showEvent may ask for the targets), and a window closed mid-build must close cleanly.
+        self._targets: list[dict[str, Any]] = []
+        self._discovery = self._inspection = self._cluster = None
         self.tabs = QtWidgets.QTabWidget()
-        for name in ("Run", "History", "Sweeps"):
+        for info in self.page_infos:
             placeholder = QtWidgets.QLabel("Loading…")
             placeholder.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
-            self.tabs.addTab(placeholder, name)
+            self.tabs.addTab(placeholder, info.title)
         self.setCentralWidget(self.tabs)
         self._build_menus()
         self.settings.restore_window(self)
         self.status = self.statusBar()
         self.status.showMessage(f"Starting… · history {db_path}")
-        self.run_page = None
-        self.history_page = None
-        self.sweep_page = None
 
-    def attach(self, controller: RunController | None, store: HistoryStore | None, startup_error: str = "",
-               discover_targets: bool = True, hub: TelemetryHub | None = None) -> None:
+    # The pages the window itself works with; None until `attach()` built them.
+    @property
+    def run_page(self):
+        return self.pages.get("run")
+
+    @property
+    def history_page(self):
+        return self.pages.get("history")
+
+    @property
+    def sweep_page(self):
+        return self.pages.get("sweeps")
+
+    @property
+    def system_page(self):
+        return self.pages.get("system")
+
+    @property
+    def store(self) -> HistoryStore | None:
+        return self.workspace.store if self.workspace else None
+
+    @property
+    def startup_error(self) -> str:
+        return self.workspace.startup_error if self.workspace else ""
+
+    def page(self, name: str) -> QtWidgets.QWidget | None:
+        return self.pages.get(name)
+
+    def show_page(self, name: str) -> None:
+        """Bring the page called `name` to the front (its placeholder, before `attach()`)."""
+        self.tabs.setCurrentIndex(self._position(name))
+
+    def attach(self, workspace: Workspace, discover_targets: bool = True) -> None:
         """Build the pages and connect the runner; a broken history gives pages that say why."""
         from console.ui.background import BackgroundCall
-        from console.ui.history_page import HistoryPage
-        from console.ui.run_page import RunPage
-        from console.ui.sweep_page import SweepPage
-        from console.ui.system_page import SystemPage
+        from console.ui.run_controller import RunController
 
-        self.controller, self.store, self.startup_error, self.hub = controller, store, startup_error, hub
-        self.run_page = RunPage()
-        self.history_page = HistoryPage(store)
-        self.system_page = SystemPage(hub)
-        self.sweep_page = SweepPage(store, getattr(controller, "_writer", None), base_values=self._sweep_base,
-                                    targets=lambda: self._targets, session_options=_session_options(controller),
-                                    is_busy=lambda: bool(controller and controller.busy))
-        for position, (page, name) in enumerate(((self.run_page, "Run"), (self.history_page, "History"),
-                                                 (self.sweep_page, "Sweeps"))):
+        self.workspace = workspace
+        if workspace.usable:
+            self.controller = RunController(workspace, parent=self)
+        context = pages.PageContext(workspace, base_values=self._sweep_base, targets=lambda: self._targets)
+        for position, info in enumerate(self.page_infos):
+            page = info.build(context)
             placeholder = self.tabs.widget(position)
             self.tabs.removeTab(position)
-            self.tabs.insertTab(position, page, name)
+            self.tabs.insertTab(position, page, info.title)
             placeholder.deleteLater()
-        self.tabs.addTab(self.system_page, "System")
-        self.tabs.setCurrentIndex(self.settings.tab_index())
+            self.pages[info.name] = page
+            if hasattr(page, "sig_error"):
+                page.sig_error.connect(self._show_error)
+        self.show_page(self.settings.page_name([info.name for info in self.page_infos]))
         self._discovery = BackgroundCall(self)
         self._discovery.sig_done.connect(self._set_targets)
         self._discovery.sig_failed.connect(lambda text: self.status.showMessage(f"Target discovery failed: {text}"))
         self._inspection = BackgroundCall(self)
         self._inspection.sig_done.connect(self._show_model_inputs)
         self._inspection.sig_failed.connect(self._model_unreadable)
-        self._targets: list[dict[str, Any]] = []
+        self._attach_cluster(auto=discover_targets)
         self._model_files: list[str] = self.settings.model_files()
         self._updating_choices = False
         self.run_page.form.sig_choice_changed.connect(self._choice_changed)
@@ -93,19 +126,24 @@ class MainWindow(QtWidgets.QMainWindow):
         self.status.showMessage(f"History: {self.db_path}  ·  host {platform.node()}  ·  Lab Console {__version__}")
 
         self.run_page.sig_run_requested.connect(self.start_run)
+        self.run_page.sig_analyze_requested.connect(self.analyze_run)
+        self.run_page.machine_card = self._machine_card
         self.run_page.sig_stop_requested.connect(self.stop_run)
-        self.history_page.sig_error.connect(self._show_error)
-        self.sweep_page.sig_error.connect(self._show_error)
         self.sweep_page.sig_sweep_finished.connect(lambda _record: self.history_page.reload())
+        self.history_page.sig_sweep_activated.connect(self.open_sweep)
+        self.history_page.sig_compare_requested.connect(self.compare_runs)
+        self.history_page.sig_rerun_requested.connect(self.rerun)
+        self.history_page.sig_report_requested.connect(self.report_runs)
         self.sweep_page.reload()
-        if controller is not None:
-            controller.sig_event.connect(self.run_page.handle)
-            controller.sig_finished.connect(self._run_finished)
+        if self.controller is not None:
+            self.controller.sig_event.connect(self.run_page.handle)
+            self.controller.sig_finished.connect(self._run_finished)
         self.history_page.reload()
-        if startup_error:
+        if workspace.startup_error:
+            error = workspace.startup_error
             self.run_page.form.setEnabled(False)
-            self.run_page.progress.finish("failed", startup_error)
-            QtCore.QTimer.singleShot(0, lambda: self._show_error(startup_error, "History database problem"))
+            self.run_page.progress.finish("failed", error)
+            QtCore.QTimer.singleShot(0, lambda: self._show_error(error, "History database problem"))
         if discover_targets:
             self.refresh_targets(refresh=False)
         self._inspect_current_model()
@@ -114,36 +152,125 @@ class MainWindow(QtWidgets.QMainWindow):
         """Validate the form and start a run; a bad field is named in a dialog, nothing is spawned."""
         if self.controller is None:
             return None
-        if self.sweep_page is not None and self.sweep_page.running:
-            self._show_error("A sweep is running on the Sweeps page: stop it first, so the two do not measure each "
-                             "other.", "Sweep in progress")
+        from console.ui.workspace import RUN, Busy
+
+        try:
+            self.workspace.check_free(RUN)
+        except Busy as exc:
+            self._show_error(str(exc), exc.title)
             return None
-        from engines.spec import RunSpec, SpecError, is_model_path
+        from console.specs import SpecError, build_spec, label_for
+        from engines.spec import is_model_path
 
         values = dict(values or self.run_page.form.values())
         self.settings.save_form_values(values)
+        values, remote = self._remote_choice(values)  # a `node/target` choice runs on that lab node
         inputs, input_values = self.run_page.inputs.values()
         missing = self.run_page.inputs.errors() if is_model_path(values.get("model") or "") else []
         if missing:
             self._show_error("The run was not started: " + "; ".join(missing) + ".", "Model inputs needed")
             return None
         try:
-            spec = RunSpec.from_dict({
-                "model": values["model"], "engine": values["engine"], "target": values["target"],
-                "precision": values.get("precision") or "fp32", "mode": values.get("mode") or "inference",
-                "batch": values["batch"], "threads": values.get("threads"), "duration_s": values["duration_s"],
-                "iterations": values.get("iterations"), "name": values.get("name") or "",
-                "inputs": inputs, "input_values": input_values})
-            run_id = self.controller.start(spec)
+            spec = build_spec({**values, "inputs": inputs, "input_values": input_values})
         except SpecError as exc:
-            self._show_error(f"The run was not started: {exc}", "Invalid run setup")
+            self._show_error(f"The run was not started: {label_for(exc.field)}: {exc.detail}", "Invalid run setup")
+            return None
+        return self._start_spec(spec, remote=remote)
+
+    def rerun(self, spec_data: dict[str, Any]) -> str | None:
+        """Run a stored spec again (the History page's Re-run): the same path as the Run page's runs, refused
+        while anything measures."""
+        if self.controller is None:
+            return None
+        from console.ui.workspace import RUN, Busy
+        from engines.spec import RunSpec, SpecError
+
+        try:
+            self.workspace.check_free(RUN)
+        except Busy as exc:
+            self._show_error(str(exc), exc.title)
+            return None
+        try:
+            spec = RunSpec.from_dict(dict(spec_data)).validate()
+        except (SpecError, TypeError, ValueError) as exc:
+            self._show_error(f"The stored setup cannot be run again: {exc}", "Cannot re-run")
+            return None
+        return self._start_spec(spec, "re-run")
+
+    def _start_spec(self, spec, what: str = "started", remote=None) -> str | None:
+        from console.specs import SpecError, label_for
+
+        try:
+            run_id = self.controller.start(spec, remote=remote)
+        except SpecError as exc:
+            self._show_error(f"The run was not started: {label_for(exc.field)}: {exc.detail}", "Invalid run setup")
             return None
         except RuntimeError as exc:
             self._show_error(str(exc), "Run in progress")
             return None
-        self.tabs.setCurrentIndex(0)
-        self.status.showMessage(f"Run {run_id[:8]} started: {spec.label()}")
+        self.show_page("run")
+        self.status.showMessage(f"Run {run_id[:8]} {what}: {spec.label()}" + (f" on {self.run_page.form.values().get('target')}" if remote else ""))
         return run_id
+
+    def compare_runs(self, run_ids: list[str]) -> None:
+        """Open the Compare page on these runs (the History page's Compare)."""
+        page = self.page("compare")
+        if page is None:
+            return
+        self.show_page("compare")
+        page.compare(run_ids)
+
+    def analyze_run(self, values: dict[str, Any] | None = None) -> str | None:
+        """Start a run that is profiled after its timed measurement: the op table appears on the Run page."""
+        from console.analysis.profile_view import PROFILE_ITERATIONS
+
+        if self.run_page is None:
+            return None
+        values = dict(values or self.run_page.form.values())
+        values.setdefault("profile_iterations", PROFILE_ITERATIONS)
+        return self.start_run(values)
+
+    def _machine_card(self, target: str) -> dict[str, Any] | None:
+        """This host's stored machine card for the target (roofs for the op table); None when none is stored."""
+        from console.analysis.profile_view import stored_card
+        from console.history import HistoryError
+
+        try:
+            return stored_card(self.store, target)
+        except HistoryError:
+            return None
+
+    def report_runs(self, run_ids: list[str], sweep_id: str | None = None) -> dict | None:
+        """Ask where, then write the report of these runs (or of a sweep); the status bar says what it found."""
+        from console.ui.report_dialog import ask_and_write
+
+        written = ask_and_write(self, self.db_path, run_ids, sweep_id)
+        if written:
+            self.status.showMessage(f"Report written to {written['out']}: {written['finding']}")
+        return written
+
+    def report(self) -> dict | None:
+        """File ▸ Report…: the sweep shown on the Sweeps page when it is open, else the History page's selection,
+        else the run last shown there."""
+        if self.history_page is None:
+            return None
+        if self.tabs.currentWidget() is self.sweep_page and (getattr(self.sweep_page, "record", None) or {}).get(
+                "sweep_id"):
+            return self.report_runs([], self.sweep_page.record["sweep_id"])
+        selected = self.history_page.table.selected_run_ids() or (
+            [self.history_page.opened_run_id] if self.history_page.opened_run_id else [])
+        if not selected:
+            self.show_page("history")
+            self.history_page.report_selected()  # says what to select
+            return None
+        return self.report_runs(selected)
+
+    def enter_demo_mode(self, playlist=None, theme_mode: str | None = None, full_screen: bool = True,
+                        ask: bool = False):
+        """Demo mode (F11): the live run, or a playlist (`ask`: pick its file), full screen; Esc comes back."""
+        from console.ui.demo import open_demo
+
+        return open_demo(self, playlist, theme_mode=theme_mode, full_screen=full_screen, ask=ask)
 
     def stop_run(self) -> None:
         if self.controller is not None and self.controller.busy:
@@ -154,20 +281,29 @@ class MainWindow(QtWidgets.QMainWindow):
     def _build_menus(self) -> None:
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
+        self._action(file_menu, "&Report…", None, self.report)  # Ctrl+Shift+P is the History page's
+        file_menu.addSeparator()
         self._action(file_menu, "&Quit", QtGui.QKeySequence.StandardKey.Quit, self.close)
         run_menu = bar.addMenu("&Run")
         self._action(run_menu, "&Start run", "Ctrl+R", lambda: self.start_run())
+        self._action(run_menu, "&Analyze run (profile apart)", "Ctrl+Shift+R", lambda: self.analyze_run())
         self._action(run_menu, "S&top run", "Esc", self.stop_run)
         run_menu.addSeparator()
         self._action(run_menu, "&Open model file…", QtGui.QKeySequence.StandardKey.Open,
                      lambda: self.run_page and self.open_model_dialog())
         self._action(run_menu, "Re&fresh targets", None, lambda: self.run_page and self.refresh_targets(True))
+        run_menu.addSeparator()
+        self._action(run_menu, self.CONNECT_TEXT, None, lambda: self.run_page and self.connect_cluster())
+        self._action(run_menu, "&Leave lab cluster", None, lambda: self.run_page and self.disconnect_cluster())
         view = bar.addMenu("&View")
-        self._action(view, "&Run page", "Ctrl+1", lambda: self.tabs.setCurrentIndex(0))
-        self._action(view, "&History page", "Ctrl+2", lambda: self.tabs.setCurrentIndex(1))
-        self._action(view, "S&weeps page", "Ctrl+3", lambda: self.tabs.setCurrentIndex(2))
-        self._action(view, "&System page", "Ctrl+4", lambda: self.tabs.setCurrentIndex(self.tabs.count() - 1))
+        taken = {"l"}  # Re&load history
+        for position, info in enumerate(self.page_infos):
+            self._action(view, _with_mnemonic(f"{info.title} page", taken), pages.shortcut(position),
+                         partial(self.show_page, info.name))
         self._action(view, "Re&load history", "F5", lambda: self.history_page and self.history_page.reload())
+        view.addSeparator()
+        self._action(view, "&Demo mode (full screen)", "F11", lambda: self.enter_demo_mode())
+        self._action(view, "Demo &playlist…", "Shift+F11", lambda: self.enter_demo_mode(ask=True))
         help_menu = bar.addMenu("&Help")
         self._action(help_menu, "&About Lab Console", None, self._about)
 
@@ -184,6 +320,8 @@ class MainWindow(QtWidgets.QMainWindow):
 
         self.status.showMessage("Discovering targets…" if refresh else self.status.currentMessage())
         self._discovery.start(discover_targets, refresh)
+        if refresh and self._cluster is not None and self._cluster.address:
+            self._cluster.connect_to(self._cluster.address)  # the nodes' targets too
 
     def open_model_dialog(self) -> None:
         path, _ = QtWidgets.QFileDialog.getOpenFileName(
@@ -220,7 +358,7 @@ class MainWindow(QtWidgets.QMainWindow):
         files = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
         if files and self.run_page is not None:
             event.acceptProposedAction()
-            self.tabs.setCurrentIndex(0)
+            self.show_page("run")
             self.add_model_file(files[0])
 
     def _fill_choices(self) -> None:
@@ -236,7 +374,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
         self._targets = targets
         current = self.run_page.form.values().get("target")
-        self.run_page.form.set_choices("target", target_choices(targets))
+        self.run_page.form.set_choices("target", target_choices(self._all_targets()))
         self.run_page.form.set_values({"target": current})
         self._refresh_choices()
         cached = targets[0].get("cached_at") if targets else None
@@ -244,25 +382,34 @@ class MainWindow(QtWidgets.QMainWindow):
                                 + (f" (cached {cached}; Run ▸ Refresh targets to rediscover)" if cached else ""))
 
     def _choice_changed(self, field: str, _value: str) -> None:
-        if field in ("model", "engine", "target") and not self._updating_choices:
+        if field in ("model", "engine", "target", "scenario") and not self._updating_choices:
             self._refresh_choices()
         if field == "model":
             self._inspect_current_model()
 
     def _refresh_choices(self) -> None:
-        """Offer only the engines, precisions and modes usable for this model on this target."""
-        from console.choices import engine_choices, mode_choices, precision_choices
+        """Offer only the engines, precisions, modes and scenarios usable for this model on this target, and
+        the options of the chosen scenario and engine (from their plug-ins)."""
+        import dataclasses
+
+        from console.choices import engine_choices, mode_choices, precision_choices, scenario_choices
+        from console.specs import engine_fields, scenario_fields
         from engines import backends
 
         form = self.run_page.form
         self._updating_choices = True
         try:
             values = form.values()
-            target = next((t for t in self._targets if t["id"] == values["target"]), None)
+            target = next((t for t in self._all_targets() if t["id"] == values["target"]), None)
             form.set_choices("engine", engine_choices(backends.names(), values["model"], target))
             engine = form.values()["engine"]
             form.set_choices("precision", precision_choices(engine, target))
             form.set_choices("mode", mode_choices(engine, values["model"]))
+            form.set_choices("scenario", scenario_choices(values["model"]))
+            scenario = form.values()["scenario"]
+            form.set_option_fields(
+                scenario=[dataclasses.asdict(f) for f in scenario_fields(scenario)] if scenario else [],
+                engine=[dataclasses.asdict(f) for f in engine_fields(engine)] if engine else [])
         finally:
             self._updating_choices = False
 
@@ -287,13 +434,26 @@ class MainWindow(QtWidgets.QMainWindow):
         self.run_page.inputs.clear()
         self._show_error(f"Cannot read the model file: {message}", "Model file problem")
 
+    def open_sweep(self, sweep_id: str) -> None:
+        """Show a past sweep on the Sweeps page (picked on the History page)."""
+        self.show_page("sweeps")
+        self.sweep_page.open_sweep(sweep_id)
+
+    def _position(self, name: str) -> int:
+        for position, info in enumerate(self.page_infos):
+            if info.name == name:
+                return position
+        raise KeyError(f"no page called {name!r}; pages: {', '.join(i.name for i in self.page_infos)}")
+
     def _run_finished(self, record: dict[str, Any]) -> None:
         self.history_page.reload()
         summary = record.get("summary") or {}
         p50 = (summary.get("latency_ms") or {}).get("p50")
         text = f"Run {record['run_id'][:8]} {record['status']}"
         if p50 is not None:
-            text += f": p50 {p50:.3g} ms, {summary['throughput_per_s']:.4g} samples/s"
+            text += f": p50 {p50:.3g} ms"
+            if summary.get("throughput_per_s") is not None:  # none when the worker was killed (a remote cancel)
+                text += f", {summary['throughput_per_s']:.4g} samples/s"
         self.status.showMessage(text)
 
     def _sweep_base(self) -> dict[str, Any]:
@@ -320,22 +480,22 @@ class MainWindow(QtWidgets.QMainWindow):
             self.sweep_page.shutdown()
         self.settings.save_window(self)
         if self.run_page is not None:
-            self.settings.save_tab_index(self.tabs.currentIndex())
+            self.settings.save_page_name(self.page_infos[self.tabs.currentIndex()].name)
             self.settings.save_form_values(self.run_page.form.values())
-            self._discovery.stop()
-            self._inspection.stop()
-            self.system_page.close_feed()
-        if self.hub is not None:
-            self.hub.stop()
+            for background in (self._discovery, self._inspection, self._cluster):
+                if background is not None:
+                    background.stop()
+            if self.system_page is not None:
+                self.system_page.close_feed()
+        if self.workspace is not None:
+            self.workspace.stop_telemetry()
         super().closeEvent(event)
 
 
-def _session_options(controller: RunController | None) -> dict[str, Any]:
-    """A sweep's runs are measured like the Run page's: same worker entry, telemetry rate and shared hub."""
-    if controller is None:
-        return {}
-    options: dict[str, Any] = {"worker_entry": controller.worker_entry,
-                               "telemetry_hz": getattr(controller, "_telemetry_hz", 10.0)}
-    if getattr(controller, "hub", None) is not None:
-        options["hub"] = controller.hub
-    return options
+def _with_mnemonic(text: str, taken: set[str]) -> str:
+    """`text` with an Alt-key mnemonic on its first letter no other entry of the menu uses yet."""
+    for index, char in enumerate(text):
+        if char.isalpha() and char.lower() not in taken:
+            taken.add(char.lower())
+            return f"{text[:index]}&{text[index:]}"
+    return text

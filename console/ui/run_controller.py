@@ -7,29 +7,23 @@ from typing import Any
 
 from PySide6 import QtCore
 
-from console.history import HistoryWriter
 from console.session import RunSession
-from console.telemetry.hub import TelemetryHub
+from console.ui.workspace import RUN, Workspace
 from engines.spec import RunSpec
-from engines.worker import worker_main
 
 
 class RunController(QtCore.QObject):
-    """Starts runs and re-emits their events on the GUI thread. One run at a time."""
+    """Starts runs and re-emits their events on the GUI thread. One run at a time, and none while a sweep
+    measures: it claims the workspace's measuring state for each run."""
 
     sig_event = QtCore.Signal(object)  # every session event, on the GUI thread
     sig_finished = QtCore.Signal(object)  # the final record of a run
     sig_busy = QtCore.Signal(bool)
 
     # ---- Public API
-    def __init__(self, writer: HistoryWriter, parent: QtCore.QObject | None = None,
-                 worker_entry: Callable[..., None] = worker_main, telemetry_hz: float | None = 10.0,
-                 hub: TelemetryHub | None = None):
+    def __init__(self, workspace: Workspace, parent: QtCore.QObject | None = None):
         super().__init__(parent)
-        self._writer = writer
-        self.worker_entry = worker_entry
-        self._telemetry_hz = telemetry_hz
-        self.hub = hub
+        self.workspace = workspace
         self._session: RunSession | None = None
         self._relay.connect(self._deliver, QtCore.Qt.ConnectionType.QueuedConnection)
 
@@ -39,14 +33,25 @@ class RunController(QtCore.QObject):
     def busy(self) -> bool:
         return self._session is not None and not self._session.finished
 
-    def start(self, spec: RunSpec) -> str:
-        """Validate and start; raises SpecError for a bad spec and RuntimeError while a run is active."""
-        if self.busy:
-            raise RuntimeError("a run is already in progress: stop it first (Esc)")
-        self._session = RunSession(spec, self._writer, listener=self._relay.emit,
-                                   telemetry_hz=self._telemetry_hz, worker_entry=self.worker_entry,
-                                   hub=self.hub)
-        run_id = self._session.start()
+    @property
+    def session(self) -> RunSession | None:
+        """The current (or last) run's session: its run_id, spec and t0_ns (demo mode joins a run mid-way)."""
+        return self._session
+
+    def start(self, spec: RunSpec, remote: Callable[..., Any] | None = None) -> str:
+        """Validate and start; raises SpecError for a bad spec and workspace.Busy (a RuntimeError) while a run or
+        a sweep is measuring. `remote`: run on a lab node instead (RunSession's `remote=`, a RemoteRun factory)."""
+        if self._session is not None and self._session.finished:
+            self.workspace.release(RUN)  # the last run ended; its `finished` event may still be queued
+        self.workspace.claim(RUN)
+        try:
+            self._session = RunSession(spec, self.workspace.writer, listener=self._relay.emit,
+                                       **self.workspace.session_options(), remote=remote)
+            run_id = self._session.start()
+        except BaseException:
+            self._session = None
+            self.workspace.release(RUN)
+            raise
         self.sig_busy.emit(True)
         return run_id
 
@@ -59,6 +64,8 @@ class RunController(QtCore.QObject):
 
     # ---- Private API
     def _deliver(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "finished":
+            self.workspace.release(RUN)
         self.sig_event.emit(event)
         if event.get("type") == "finished":
             self.sig_busy.emit(False)

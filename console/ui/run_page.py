@@ -1,26 +1,34 @@
-"""The Run page: set up a run, start/stop it, watch it live, read its summary."""
+"""The Run page: set up a run, start/stop it (or analyze it), watch it live, read its summary and op profile."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
+from console.analysis import profile_view, roofline
+from console.analysis.summary_markdown import run_markdown
 from console.ui.run_plots import RunPlots
+from engines import phases
+from widgets import theme
+from widgets.formatting import format_number
 from widgets.input_editor import InputEditor
+from widgets.op_table import OpTable
 from widgets.phase_progress import PhaseProgress
+from widgets.roofline_chart import RooflineChart
 from widgets.run_form import RunForm
 from widgets.summary_card import SummaryCard
 
-PHASE_TEXT = {"loading": "Loading model", "warmup": "Warming up", "measuring": "Measuring",
-              "finishing": "Finishing"}
-
 
 class RunPage(QtWidgets.QWidget):
-    """Form, progress and summary on the left; live plots on the right."""
+    """Form, progress and summary on the left; live plots on the right, and under them, after Analyze, the op
+    table of the run's profile."""
 
     sig_run_requested = QtCore.Signal(dict)
+    sig_analyze_requested = QtCore.Signal(dict)  # the form's values; the window adds the profiling
     sig_stop_requested = QtCore.Signal()
+    COPY_SHORTCUT = "Ctrl+Shift+C"  # copy the summary as Markdown; on this page it clashes with nothing
 
     # ---- Public API
     def __init__(self, parent: QtWidgets.QWidget | None = None):
@@ -30,6 +38,24 @@ class RunPage(QtWidgets.QWidget):
         self.progress = PhaseProgress()
         self.summary = SummaryCard()
         self.plots = RunPlots()
+        # The stored machine card for a target (efficiency and bound columns); set by the window, None: no roofs.
+        self.machine_card: Callable[[str], dict[str, Any] | None] | None = None
+        self.profile_box = QtWidgets.QGroupBox("Op profile")
+        self.profile_caption = QtWidgets.QLabel()
+        self.profile_caption.setWordWrap(True)
+        self.profile_caption.setFont(theme.font(theme.BASE_PT))
+        self.ops = OpTable()
+        self.ops.setMinimumHeight(120)
+        self.roofline = RooflineChart()  # beside the table when a machine card gives the roofs
+        self.roofline.setMinimumWidth(360)
+        self.roofline.hide()
+        tables = QtWidgets.QHBoxLayout()
+        tables.addWidget(self.ops, 3)
+        tables.addWidget(self.roofline, 2)
+        box_layout = QtWidgets.QVBoxLayout(self.profile_box)
+        box_layout.addWidget(self.profile_caption)
+        box_layout.addLayout(tables)
+        self.profile_box.hide()
         left = QtWidgets.QWidget()
         left_layout = QtWidgets.QVBoxLayout(left)
         left_layout.addWidget(self.form)
@@ -37,39 +63,139 @@ class RunPage(QtWidgets.QWidget):
         left_layout.addWidget(self.progress)
         left_layout.addWidget(self.summary)
         left_layout.addStretch(1)
-        left.setMinimumWidth(400)
-        left.setMaximumWidth(520)
+        # Scrolls rather than squeezes: with a scenario's options and its summary block the column can be taller
+        # than the window, and squeezed figures would overlap.
+        scroll = QtWidgets.QScrollArea()
+        scroll.setWidget(left)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setMinimumWidth(420)
+        scroll.setMaximumWidth(540)
+        # The op table goes under the plots, at their full width: eleven columns do not fit the summary's column,
+        # and the efficiency and bound columns are the point of it.
+        self._right = right = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        right.addWidget(self.plots)
+        right.addWidget(self.profile_box)
+        right.setChildrenCollapsible(False)
         splitter = QtWidgets.QSplitter()
-        splitter.addWidget(left)
-        splitter.addWidget(self.plots)
+        splitter.addWidget(scroll)
+        splitter.addWidget(right)
         splitter.setStretchFactor(1, 1)
         layout = QtWidgets.QHBoxLayout(self)
         layout.addWidget(splitter)
         self.form.sig_run_requested.connect(lambda: self.sig_run_requested.emit(self.form.values()))
+        self.form.sig_analyze_requested.connect(lambda: self.sig_analyze_requested.emit(self.form.values()))
         self.form.sig_stop_requested.connect(self.sig_stop_requested)
         self.form.set_running(False)
+        self.last_record: dict[str, Any] | None = None  # the last finished run: what "Copy as Markdown" copies
+        self._node = ""  # "on node lab-b" while a run on a lab node goes on
+        self.summary.set_copy_shortcut(self.COPY_SHORTCUT)
+        self.addAction(self.summary.copy_action)  # the shortcut works anywhere on the page, not only in the card
+        self.summary.sig_copy_markdown_requested.connect(self.copy_markdown)
+
+    def copy_markdown(self) -> str:
+        """Put the last finished run's summary on the clipboard as Markdown; returns the text ("" when none)."""
+        if self.last_record is None:
+            return ""
+        text = run_markdown(self.last_record)
+        put_markdown_on_clipboard(text)
+        self.summary.show_copied()
+        return text
 
     def handle(self, event: dict[str, Any]) -> None:
         """Route one session event (GUI thread)."""
         kind = event.get("type")
         self.plots.handle(event)
         if kind == "started":
+            self.last_record = None
+            self._node = ""
             self.summary.clear()
+            self.profile_box.hide()
             self.progress.reset()
-            self.progress.set_phase("Starting worker", event["spec"]["model"])
+            self.progress.set_phase(phases.START_UP.title, event["spec"]["model"])
             self.progress.set_fraction(None)
             self.form.set_running(True)
+        elif kind == "node":  # a run on a lab node reached it (console.cluster)
+            self._node = f"on node {node_name(event)}"
+            self.progress.set_phase(phases.START_UP.title, self._node)
         elif kind == "phase":
-            self.progress.set_phase(PHASE_TEXT.get(event["phase"], event["phase"]))
+            self.progress.set_phase(phases.get(event["phase"]).title, self._node)
             self.progress.set_fraction(None if event["phase"] == "loading" else 0.0)
         elif kind == "progress":
             self.progress.set_fraction(event["fraction"])
         elif kind == "loaded":
             self.progress.set_phase("Loaded", f"{event['params']:,} parameters in {event['load_s']:.2f} s")
         elif kind == "finished":
+            self.last_record = event
             self.form.set_running(False)
             self.plots.refresh()
-            self.summary.set_summary(event["summary"])
+            self.summary.set_summary(event["summary"], scenario=(event.get("spec") or {}).get("scenario"))
+            node = (event.get("environment") or {}).get("node")
             self.progress.finish(event["status"], event["message"] or f"run {event['run_id'][:8]} {event['status']}")
             if event["status"] == "failed":
                 self.summary.set_message(event["message"], error=True)
+            elif node:
+                self.summary.set_message(f"Ran on node {node_name(node)} ({str(node.get('node_id'))[:8]})")
+            self.show_profile(event)
+
+    def show_profile(self, record: dict[str, Any]) -> None:
+        """The op table of a profiled run (a RunSession `finished` record); hidden when the run has none."""
+        profile = record.get("profile")
+        if not profile:
+            self.profile_box.hide()
+            return
+        spec = record.get("spec") or {}
+        remote = bool((record.get("environment") or {}).get("node"))  # this host's card is not that node's
+        card = self.machine_card(str(spec.get("target") or "cpu")) if self.machine_card and not remote else None
+        precision = str(spec.get("precision") or "fp32")
+        ops = profile_view.annotated_ops(record.get("ops") or [], card, precision)
+        self.ops.set_ops(ops)
+        self._show_roofline(record.get("ops") or [], card, precision, profile.get("op_time_s"))
+        self.profile_caption.setText(_caption(profile, card is not None))
+        self.profile_caption.setToolTip("\n".join(profile.get("notes") or []))
+        if not self.profile_box.isVisible():
+            total = sum(self._right.sizes()) or self._right.height()
+            self.profile_box.show()
+            self._right.setSizes([total - total * 2 // 5, total * 2 // 5])  # the table gets two fifths
+
+
+    def _show_roofline(self, ops: list[dict[str, Any]], card: dict[str, Any] | None, precision: str,
+                       op_time_s: float | None) -> None:
+        """The ops against this machine's measured roofs; hidden without a card (nothing to draw them against)."""
+        try:
+            data = roofline.chart_data(ops, card, precision, op_time_s) if card and ops else None
+        except roofline.RooflineError:
+            data = None
+        if data is None:
+            self.roofline.hide()
+            return
+        self.roofline.set_data(data)
+        self.roofline.show()
+
+
+def node_name(node: dict[str, Any]) -> str:
+    """A lab node as the page names it: its host name (a `node` event or a record's environment["node"])."""
+    return str((node.get("host") or {}).get("hostname") or str(node.get("node_id") or "?")[:8])
+
+
+def put_markdown_on_clipboard(text: str) -> None:
+    """The Markdown as plain text, which every paste target takes. (Not as a QMimeData with text/markdown too:
+    with PySide6 6.11 a QMimeData handed to the clipboard is freed twice when the application exits — a
+    segmentation fault on quitting after a copy.)"""
+    QtGui.QGuiApplication.clipboard().setText(text)
+
+
+def _caption(profile: dict[str, Any], roofs: bool) -> str:
+    """One line on what was profiled; the notes (how times were taken, what is missing) are its tooltip."""
+    wall, inside = profile.get("wall_s") or 0.0, profile.get("op_time_s") or 0.0
+    parts = [f"Profiled apart from the measurement: {profile.get('iterations')} iterations with the "
+             f"{profile.get('engine', '')} profiler, {format_number(inside * 1e3)} ms inside ops"
+             + (f" of {format_number(wall * 1e3)} ms ({format_number(100 * inside / wall)}%)" if wall else "")]
+    if not roofs:
+        parts.append("no machine card for this target: no efficiency or bound columns")
+    if profile.get("trace_path"):
+        parts.append(f"Chrome trace: {profile['trace_path']}")
+    elif profile.get("notes"):
+        parts.append(profile["notes"][-1])
+    return ". ".join(part[:1].upper() + part[1:] for part in parts) + "."

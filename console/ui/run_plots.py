@@ -11,10 +11,9 @@ from typing import Any
 import numpy as np
 from PySide6 import QtWidgets
 
-from console.ui.telemetry_routes import PLOTS, feed, missing_reason
+from console.ui.telemetry_routes import PLOTS, feed, missing_reasons
+from engines import phases
 from widgets.live_plot import LatencyPlot, TimeSeriesPlot
-
-PHASE_LABELS = {"loading": "loading", "warmup": "warm-up", "measuring": "measuring", "finishing": "finishing"}
 
 
 class RunPlots(QtWidgets.QWidget):
@@ -97,17 +96,19 @@ class RunPlots(QtWidgets.QWidget):
     # ---- Private API
     def _show_missing(self, sources: list[dict[str, Any]]) -> None:
         for spec in PLOTS:
-            reason = missing_reason(spec, sources) if spec.key in self._telemetry else None
-            if reason:
-                self._telemetry[spec.key].set_unavailable(reason)
+            reasons = missing_reasons(spec, sources) if spec.key in self._telemetry else None
+            if reasons:  # a short label in the plot, one reason a line on hover
+                self._telemetry[spec.key].set_unavailable("\n".join(reasons))
 
-    def _phase_boundary(self, phase: str | None, t_ns: int) -> None:
-        """Open a shaded band for the phase that starts (it follows live data), closing the previous one."""
+    def _phase_boundary(self, name: str | None, t_ns: int) -> None:
+        """Open a shaded band for the phase that starts (it follows live data), closing the previous one; a phase
+        without a band of its own (finishing, the run's end) only closes it."""
         if not t_ns:
             return
         t_s = (t_ns - self._t0_ns) / 1e9
+        phase = phases.get(name)
         for plot in self._plots():
-            if phase and phase != "finishing":
-                plot.add_band(t_s, None, PHASE_LABELS.get(phase, phase))
+            if name and phase.shaded:
+                plot.add_band(t_s, None, phase.label, phase.color)
             else:
                 plot.end_band(t_s)

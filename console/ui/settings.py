@@ -1,4 +1,5 @@
-"""Remembered settings (QSettings): the last run setup, window geometry, the open page."""
+"""Remembered settings (QSettings): the last run setup, window geometry, the open page, the History filters,
+demo mode's theme and playlist, the lab cluster's address (never its token)."""
 
 from __future__ import annotations
 
@@ -34,14 +35,59 @@ class Settings:
     def save_model_files(self, files: list[str]) -> None:
         self._qs.setValue("run/model_files", json.dumps(files))
 
-    def tab_index(self) -> int:
+    def history_filters(self) -> dict[str, Any]:
+        """The History page's filters as last set (JSON: None = any)."""
         try:
-            return int(self._qs.value("window/tab", 0))
+            values = json.loads(self._qs.value("history/filters", "{}"))
         except (TypeError, ValueError):
-            return 0
+            return {}
+        return values if isinstance(values, dict) else {}
 
-    def save_tab_index(self, index: int) -> None:
-        self._qs.setValue("window/tab", index)
+    def save_history_filters(self, values: dict[str, Any]) -> None:
+        self._qs.setValue("history/filters", json.dumps(values))
+
+    def demo_theme(self) -> str | None:
+        """Demo mode's own light/dark choice, as last made (D in demo mode, or --light/--dark); None: never made."""
+        value = self._qs.value("demo/theme")
+        return value if value in ("light", "dark") else None
+
+    def save_demo_theme(self, name: str) -> None:
+        self._qs.setValue("demo/theme", name)
+
+    def demo_playlist(self) -> str:
+        """The playlist file demo mode last played ("" if none)."""
+        value = self._qs.value("demo/playlist", "")
+        return value if isinstance(value, str) else ""
+
+    def save_demo_playlist(self, path: str) -> None:
+        self._qs.setValue("demo/playlist", path)
+
+    def cluster_address(self) -> str:
+        """The lab cluster (Ray head HOST:PORT) the window last joined ("" if none). The token is never stored:
+        it comes from where the CLI reads it (console.cluster.auth)."""
+        value = self._qs.value("cluster/address", "")
+        return value if isinstance(value, str) else ""
+
+    def save_cluster_address(self, address: str) -> None:
+        self._qs.setValue("cluster/address", address)
+
+    def page_name(self, names: list[str]) -> str:
+        """The page open when the window last closed, if it is still one of `names`; else the first page.
+
+        Pages are remembered by name, so adding or reordering pages does not open the wrong one. A setting from a
+        version that remembered the tab's position is read by position.
+        """
+        saved = self._qs.value("window/page")
+        if saved in names:
+            return saved
+        try:
+            index = int(self._qs.value("window/tab", 0))
+        except (TypeError, ValueError):
+            index = 0
+        return names[index] if saved is None and 0 <= index < len(names) else names[0]
+
+    def save_page_name(self, name: str) -> None:
+        self._qs.setValue("window/page", name)
 
     def restore_window(self, window: QtWidgets.QMainWindow) -> None:
         geometry = self._qs.value("window/geometry")

@@ -15,6 +15,7 @@ from typing import Any
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from console.history import HistoryError
+from console.specs import SpecError, label_for
 from console.sweep import (
     SweepError,
     SweepGrid,
@@ -25,12 +26,13 @@ from console.sweep import (
     impossible_lines,
     knee_text,
     record_from_history,
-    supports_qps,
 )
+from console.ui.workspace import SWEEP, Busy, Workspace
 from widgets import theme
 from widgets.sweep_chart import SweepChart
 
-POINT_COLUMNS = ("Point", "Status", "p50 (ms)", "p99 (ms)", "Throughput (samples/s)", "Run / reason")
+POINT_COLUMNS = ("Point", "Status", "p50 (ms)", "p99 (ms)", "Throughput (samples/s)", "Run / reason",
+                 "Machine")  # the host the point ran on (a fleet sweep's points run on several)
 _FIELDS = (("batch", "Batch sizes", "1,2,4,8", "e.g. 1,2,4,8"),
            ("threads", "Threads", "", "engine default; e.g. 1,2,4"),
            ("precision", "Precisions", "", "Run page's; e.g. fp32,bf16"),
@@ -49,16 +51,17 @@ class SweepPage(QtWidgets.QWidget):
     _relay = QtCore.Signal(object)  # emitted on the sweep's thread, delivered queued on the GUI thread
 
     # ---- Public API
-    def __init__(self, store=None, writer=None, base_values: Callable[[], dict[str, Any]] | None = None,
+    def __init__(self, workspace: Workspace | None = None, base_values: Callable[[], dict[str, Any]] | None = None,
                  targets: Callable[[], list[dict[str, Any]]] | None = None,
-                 session_options: dict[str, Any] | None = None, is_busy: Callable[[], bool] | None = None,
                  parent: QtWidgets.QWidget | None = None):
+        """`workspace`: the history, how runs are measured, and the one measuring state shared with the Run page
+        (None: a page that can only show sweeps it is given)."""
         super().__init__(parent)
-        self._store, self._writer = store, writer
+        self._workspace = workspace
+        self._store = workspace.store if workspace else None
+        self._writer = workspace.writer if workspace else None
         self._base_values = base_values or (lambda: {})
         self._targets = targets or (lambda: [])
-        self.session_options = dict(session_options or {})
-        self._is_busy = is_busy or (lambda: False)
         self._sweep: SweepRun | None = None
         self._thread: threading.Thread | None = None
         self._stop_clicks = 0
@@ -87,20 +90,25 @@ class SweepPage(QtWidgets.QWidget):
         if self._writer is None:
             self._refuse("The history is not available, so a sweep cannot be recorded.")
             return False
-        if self._is_busy():
-            self._refuse("A run is in progress on the Run page: let it finish (or stop it) first, so the two "
-                         "do not measure each other.")
-            return False
         try:
             grid = SweepGrid.parse(**{axis: (edit.text().strip() or None) for axis, edit in self._fields.items()})
             base = self._base()
             sweep = SweepRun(base, grid, self._writer, name=self.name_edit.text().strip(), on_point=self._relay.emit,
-                             targets=self._targets() or None, strict=False, session_options=self.session_options)
+                             targets=self._targets() or None, strict=False,
+                             session_options=self._workspace.session_options())
+        except SpecError as exc:
+            self._refuse(f"The sweep was not started — {label_for(exc.field)}: {exc.detail}")
+            return False
         except SweepError as exc:
             if exc.headline:
                 self._refuse(f"{exc.headline}:\n" + "\n".join(impossible_lines(exc.impossible)))
             else:
                 self._refuse(f"The sweep was not started — {exc}")
+            return False
+        try:
+            self._workspace.claim(SWEEP)  # refused while a run measures: the two would measure each other
+        except Busy as exc:
+            self._refuse(str(exc))
             return False
         self._sweep, self._stop_clicks = sweep, 0
         self._error.hide()
@@ -138,8 +146,6 @@ class SweepPage(QtWidgets.QWidget):
         self.stop_button.setText("Stop")
         for edit in (*self._fields.values(), self.name_edit, self.duration):
             edit.setEnabled(not running)
-        if not supports_qps():
-            self._fields["qps"].setEnabled(False)
         self.sweeps_list.setEnabled(not running)
         self.sig_running.emit(running)
 
@@ -212,8 +218,6 @@ class SweepPage(QtWidgets.QWidget):
             edit.returnPressed.connect(self.start_sweep)
             self._fields[axis] = edit
             form.addRow(label, edit)
-        if not supports_qps():
-            self._fields["qps"].setToolTip("needs the server scenario, which this build does not have yet")
         self.duration = QtWidgets.QDoubleSpinBox()
         self.duration.setRange(0.1, 3600.0)
         self.duration.setDecimals(1)
@@ -277,9 +281,10 @@ class SweepPage(QtWidgets.QWidget):
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
         header = self.table.horizontalHeader()
-        for column in range(len(POINT_COLUMNS) - 1):
-            header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
+        reason = POINT_COLUMNS.index("Run / reason")  # takes the width left: reasons are long, the rest short
+        for column in range(len(POINT_COLUMNS)):
+            header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.Stretch if column == reason
+                                        else QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
         lower = QtWidgets.QWidget()
         lower_layout = QtWidgets.QVBoxLayout(lower)
         lower_layout.setContentsMargins(0, 0, 0, 0)
@@ -301,18 +306,15 @@ class SweepPage(QtWidgets.QWidget):
         self._show_base()
 
     def _base(self) -> dict[str, Any]:
-        """The Run page's setup, with this page's duration: what every point starts from."""
-        values = self._base_values() or {}
-        base: dict[str, Any] = {"model": values.get("model") or "mlp", "duration_s": float(self.duration.value()),
-                                "warmup_s": 0.5, "name": self.name_edit.text().strip()}
-        for key in ("engine", "target", "precision", "mode", "batch", "threads"):
-            if values.get(key) not in (None, ""):
-                base[key] = values[key]
-        if values.get("inputs"):
-            base["inputs"] = values["inputs"]
+        """The Run page's whole setup (model inputs, scenario and engine options included), with this page's
+        duration: what every point starts from, through the one spec builder."""
+        from console.specs import spec_data
+
+        values = {**(self._base_values() or {}), "duration_s": float(self.duration.value()), "warmup_s": 0.5,
+                  "name": self.name_edit.text().strip() or None, "iterations": None}
         if self._fields["qps"].text().strip():
-            base["scenario"] = "server"
-        return base
+            values["scenario"] = "server"
+        return spec_data(values)
 
     def _show_base(self) -> None:
         values = self._base_values() or {}
@@ -379,6 +381,7 @@ class SweepPage(QtWidgets.QWidget):
     def _finish(self) -> None:
         if self._thread is not None:
             self._thread.join(5.0)
+        self._workspace.release(SWEEP)
         self.set_running(False)
 
     def _picked(self, item: QtWidgets.QListWidgetItem | None, _previous=None) -> None:
@@ -395,7 +398,8 @@ class SweepPage(QtWidgets.QWidget):
             if status == "completed" and p.get("run_id"):
                 detail = p["run_id"][:8] + (f" — {p['message']}" if p.get("message") else "")
             cells = (p.get("label") or "the point", _STATUS_TEXT.get(status, status), _ms(lat.get("p50")),
-                     _ms(lat.get("p99")), format_rate(p.get("throughput_per_s")), detail)
+                     _ms(lat.get("p99")), format_rate(p.get("throughput_per_s")), detail,
+                     p.get("hostname") or "")
             for column, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)
                 if 2 <= column <= 4:

@@ -1,7 +1,8 @@
 """The System page: live telemetry from launch, like a system monitor — every sensor the machine has.
 
 Fed by the console's TelemetryHub; it follows the last few minutes. A plot whose sensors are all missing
-says "not available (why)" instead of drawing zeros; estimated power is dashed and labelled.
+says so in a short label instead of drawing zeros ("power: not available"), each source's reason and fix on hover;
+estimated power is dashed and labelled.
 """
 
 from __future__ import annotations
@@ -9,11 +10,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from console.telemetry.hub import TelemetryHub
 from console.telemetry.nvml_source import decode_throttle
-from console.ui.telemetry_routes import PLOTS, THROTTLE, feed, missing_reason
+from console.ui.telemetry_routes import PLOTS, THROTTLE, feed, missing_reasons
 from widgets.live_plot import TimeSeriesPlot
 
 FOLLOW_S = 300.0
@@ -65,16 +66,20 @@ class SystemPage(QtWidgets.QWidget):
 
     def show_sources(self, sources: list[dict[str, Any]]) -> None:
         for spec in PLOTS:
-            reason = missing_reason(spec, sources)
-            if reason:
-                self.plots[spec.key].set_unavailable(reason)
+            reasons = missing_reasons(spec, sources)
+            if reasons:
+                self.plots[spec.key].set_unavailable("\n".join(reasons))
             else:
                 self.plots[spec.key].set_available()
         available = [s["name"] for s in sources if s.get("available")]
-        missing = [f"{s['name']} ({s.get('reason', '')})" for s in sources if not s.get("available")]
+        missing = [s for s in sources if not s.get("available")]
+        # One line: the names only; why each is missing (and the fix) is the tooltip, not a paragraph here.
         self.summary.setText(f"Sources sampling: {', '.join(available) or 'none'}."
-                             + (f"  Not available: {'; '.join(missing)}" if missing else ""))
-        self.summary.setToolTip("\n".join(missing))
+                             + (f"  Not available: {', '.join(s['name'] for s in missing)} (hover for why)."
+                                if missing else ""))
+        self.summary.setToolTip(QtGui.Qt.convertFromPlainText(
+            "\n".join(f"{s['name']}: {s.get('reason') or 'not available'}" for s in missing),
+            QtCore.Qt.WhiteSpaceMode.WhiteSpaceNormal) if missing else "")
 
     # ---- Private API
     def _throttle(self, metric: str, t_ns: int, value: float) -> None:

@@ -1,23 +1,63 @@
-"""Engine backends, by name. Torch-free: the module holding a backend is imported only in a worker.
+"""Engine backends, by name: each registers a `BackendInfo` that owns its options and capabilities.
 
-A backend module defines `load(spec) -> LoadedModel` (see engines.backends.base). Adding one = one
-module + one line here.
+Why two parts: the info (options dataclass, precisions per target kind, training, file types) is torch-free,
+so the console builds its flags, form and checks from it without importing an engine; the implementation
+module (`load(spec) -> LoadedModel`, see engines.backends.base) imports the engine and is only ever imported
+in a worker. Adding a backend = a `<name>_config.py` with its INFO, its implementation module, one line below.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+from dataclasses import dataclass, field
+from typing import Any
 
-MODULES: dict[str, str] = {
-    "torch": "engines.backends.torch_backend",
-    "onnxruntime": "engines.backends.onnxruntime_backend",
-}
+from engines.registry import Registry
 
 
-def names() -> list[str]:
-    return list(MODULES)
+@dataclass(frozen=True)
+class BackendInfo:
+    """What the console may know of a backend without importing it.
+
+    precisions: per target kind ("cpu", "cuda", "mps" …) the precisions the backend can offer there; target
+        discovery narrows them to what the device really has.
+    distributions: package names whose installed version About and `--version` show (first found wins).
+    """
+
+    name: str
+    label: str
+    module: str
+    options: type
+    precisions: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    trains: bool = False
+    file_types: tuple[str, ...] = ()
+    distributions: tuple[str, ...] = ()
+    install: str = ""
+
+    def default_options(self) -> Any:
+        return self.options()
 
 
-def module(name: str) -> ModuleType:
-    return importlib.import_module(MODULES[name])
+_REGISTRY: Registry[BackendInfo] = Registry()
+
+# ---- Public API (`module(name)` imports the engine: call it in a worker only)
+register, unregister, names, infos, info, module = (_REGISTRY.register, _REGISTRY.unregister, _REGISTRY.names,
+                                                     _REGISTRY.infos, _REGISTRY.info, _REGISTRY.module)
+
+
+def precisions() -> tuple[str, ...]:
+    """Every precision some backend offers somewhere, in a stable order (fp32 first)."""
+    order = ("fp32", "fp16", "bf16", "int8")
+    offered = {p for i in infos() for kind in i.precisions.values() for p in kind}
+    return tuple([p for p in order if p in offered] + sorted(offered - set(order)))
+
+
+def file_engines() -> dict[str, str]:
+    """Model file extension → the backend that reads it."""
+    return {ext: i.name for i in infos() for ext in i.file_types}
+
+
+# ---- Registrations: one line a backend
+from engines.backends import onnxruntime_config, torch_config  # noqa: E402 — they import BackendInfo above
+
+register(torch_config.INFO)
+register(onnxruntime_config.INFO)

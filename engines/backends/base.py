@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,3 +39,10 @@ class LoadedModel:
     details: dict[str, Any] = field(default_factory=dict)
     close: Callable[[], None] = lambda: None
     generator: TokenGenerator | None = None  # set for decoder models (see the generate scenario)
+    # Copies host arrays (numpy, by input name, full batch shape) into the buffers `infer` reads, casting and
+    # moving them to the device; inputs not named keep their values. None: this engine cannot take fed data
+    # (the input-pipeline scenario needs it).
+    feed: Callable[[Mapping[str, Any]], None] | None = None
+    # The engine's own profiler over `iterations` more calls of `infer`, writing a Chrome trace at `trace_path`:
+    # returns the profile event's fields (engines.profiling.profile_event). None: this engine cannot profile.
+    profile: Callable[[int, str | None], dict[str, Any]] | None = None

@@ -1,7 +1,7 @@
 """ONNX Runtime backend: a user's .onnx file, or a catalog model exported (and checked) by engines.onnx_export.
 
 What it refuses, each with the fix: an execution provider that is not installed; a session that silently fell
-back to the CPU when another provider was asked for (unless `ort.allow_fallback`, then the fallback is recorded);
+back to the CPU when another provider was asked for (unless `--allow-fallback`, then the fallback is recorded);
 fp16/bf16 on the CPU provider; a model whose operator ONNX Runtime lacks; inputs it cannot resolve.
 
 Precisions:
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from engines import inputs as model_inputs
-from engines import model_files
+from engines import model_files, profiling
 from engines.backends.base import LoadedModel
 from engines.spec import RunSpec
 
@@ -103,16 +103,17 @@ def load(spec: RunSpec) -> LoadedModel:
         prepare_s += time.perf_counter() - quantized
         details["quantization"] = quantization
 
+    ort_options = spec.options_for("onnxruntime")
     options = _session_options(spec, ort)
     session = _session(ort, path, options, providers, provider)
     used = list(session.get_providers())
     fallback = not used or used[0] != provider
-    if fallback and not spec.ort.allow_fallback:
+    if fallback and not ort_options.allow_fallback:
         raise OrtLoadError(f"{provider} was requested but ONNX Runtime fell back to {', '.join(used)} (the provider "
                            f"could not start: check the driver and device {spec.target}). Fix: repair the provider, "
-                           "or allow running on the fallback with ort.allow_fallback")
+                           "or allow running on the fallback with --allow-fallback")
     feeds, resolved = _feeds(spec, session, path)
-    infer, close = _runner(session, feeds, used[0] if used else provider, provider_options, ort)
+    infer, close, feed = _fed_runner(session, feeds, used[0] if used else provider, provider_options, ort)
     generator = None
     if _wants_generator(spec):
         generated = time.perf_counter()
@@ -128,10 +129,10 @@ def load(spec: RunSpec) -> LoadedModel:
         "provider_options": {str(k): str(v) for k, v in provider_options.items()},
         "providers_used": used,
         "fallback": bool(fallback),
-        "graph_optimization": spec.ort.graph_optimization,
+        "graph_optimization": ort_options.graph_optimization,
         "intra_op_threads": spec.threads if spec.threads else "default (ORT: one per physical core)",
-        "inter_op_threads": spec.ort.inter_op_threads if spec.ort.inter_op_threads else "default",
-        "execution_mode": spec.ort.execution_mode,
+        "inter_op_threads": ort_options.inter_op_threads or "default",
+        "execution_mode": ort_options.execution_mode,
         "model_path": str(path),
         "inputs": resolved,
         "outputs": [{"name": o.name, "dtype": ORT_DTYPES.get(o.type, str(o.type)),
@@ -140,17 +141,19 @@ def load(spec: RunSpec) -> LoadedModel:
         "prepare_s": prepare_s,
         "device": spec.target,
     })
+    profiler = _profiler(ort, spec, path, providers, provider, provider_options, feeds)
     return LoadedModel(infer=infer, load_s=load_s, params=params, model_bytes=model_bytes,
                        versions={"onnxruntime": str(ort.__version__)}, details=_plain(details), close=close,
-                       generator=generator)
+                       generator=generator, profile=profiler, feed=feed)
 
 
 # ---- Private API
 def _provider(spec: RunSpec, ort) -> tuple[str, dict[str, Any]]:
     """The provider to use (asked for, or the target's natural one) and its options; refuse what is missing."""
     kind, _, index = spec.target.partition(":")
-    provider = spec.ort.provider or NATURAL_PROVIDER[kind]
-    options = dict(spec.ort.provider_options or {})
+    asked = spec.options_for("onnxruntime")
+    provider = asked.provider or NATURAL_PROVIDER[kind]
+    options = dict(asked.provider_options or {})
     available = list(ort.get_available_providers())
     if provider not in available:
         hint = INSTALL_HINTS.get(provider, f"install an onnxruntime build that includes {provider}")
@@ -219,12 +222,12 @@ def _quantized(source: Path) -> tuple[Path, dict[str, Any]]:
 
 
 def _session_options(spec: RunSpec, ort):
+    asked = spec.options_for("onnxruntime")
     options = ort.SessionOptions()
-    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel,
-                                               GRAPH_OPTIMIZATION[spec.ort.graph_optimization])
-    options.execution_mode = getattr(ort.ExecutionMode, EXECUTION_MODE[spec.ort.execution_mode])
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, GRAPH_OPTIMIZATION[asked.graph_optimization])
+    options.execution_mode = getattr(ort.ExecutionMode, EXECUTION_MODE[asked.execution_mode])
     options.intra_op_num_threads = int(spec.threads or 0)
-    options.inter_op_num_threads = int(spec.ort.inter_op_threads or 0)
+    options.inter_op_num_threads = int(asked.inter_op_threads or 0)
     options.log_severity_level = 3  # errors only: warnings would land on the CLI's stderr
     return options
 
@@ -317,13 +320,34 @@ def _runner(session, feeds: dict[str, Any], provider: str, options: dict[str, An
     """infer() and close(): plain session.run on the CPU; IO binding with device-resident tensors on CUDA.
 
     `provider` is the one the session really uses (after an allowed fallback, the CPU)."""
+    infer, close, _ = _fed_runner(session, feeds, provider, options, ort)
+    return infer, close
+
+
+def _fed_runner(session, feeds: dict[str, Any], provider: str, options: dict[str, Any], ort):
+    """_runner's infer() and close(), and feed(): host arrays copied into the inputs infer() reads (cast to the
+    input's dtype; with IO binding, onto the device)."""
+    import numpy as np
+
+    def checked(name: str, array: Any) -> Any:
+        if name not in feeds:
+            raise KeyError(f"feed: the model has no input {name!r}; its inputs are {', '.join(feeds)}")
+        if tuple(array.shape) != tuple(feeds[name].shape):
+            raise ValueError(f"feed {name}: shape {list(array.shape)} does not fit the model's input "
+                             f"{list(feeds[name].shape)}")
+        return array
+
     if PROVIDER_DEVICE.get(provider) != "cuda":
         run = session.run
 
         def infer():
             return run(None, feeds)
 
-        return infer, lambda: None
+        def feed(arrays: dict[str, Any]) -> None:
+            for name, array in arrays.items():
+                np.copyto(feeds[name], checked(name, array), casting="unsafe")
+
+        return infer, lambda: None, feed
     device_id = int(options.get("device_id", 0))
     binding = session.io_binding()
     values = {name: ort.OrtValue.ortvalue_from_numpy(array, "cuda", device_id) for name, array in feeds.items()}
@@ -341,7 +365,56 @@ def _runner(session, feeds: dict[str, Any], provider: str, options: dict[str, An
         binding.clear_binding_outputs()
         values.clear()
 
-    return infer_bound, close
+    def feed_device(arrays: dict[str, Any]) -> None:
+        for name, array in arrays.items():
+            values[name].update_inplace(np.ascontiguousarray(checked(name, array), dtype=feeds[name].dtype))
+
+    return infer_bound, close, feed_device
+
+
+def _profiler(ort, spec: RunSpec, path: Path, providers, provider: str, provider_options: dict[str, Any],
+              feeds: dict[str, Any]):
+    """ONNX Runtime's own profiler, on a second session of the same model, options and inputs.
+
+    A second session because profiling is a session option: the measured session is never slowed by it. Its
+    first run (allocations, pre-packing) is left out of the op table; the Chrome trace keeps every event.
+    """
+
+    def profile(iterations: int, trace_path: str | None) -> dict[str, Any]:
+        import json
+        import os
+        import tempfile
+
+        options = _session_options(spec, ort)
+        options.enable_profiling = True
+        with tempfile.TemporaryDirectory(prefix="labconsole-ort-profile-") as folder:
+            options.profile_file_prefix = os.path.join(folder, "ort")
+            session = _session(ort, path, options, providers, provider)
+            used = list(session.get_providers())
+            infer, close = _runner(session, feeds, used[0] if used else provider, provider_options, ort)
+            try:
+                infer()  # the first run: allocations and pre-packing, left out below
+                started = time.perf_counter()
+                for _ in range(iterations):
+                    infer()
+                wall_s = time.perf_counter() - started
+            finally:
+                close()
+            with open(session.end_profiling(), encoding="utf-8") as handle:
+                trace = json.load(handle)
+            del session
+        ops = profiling.aggregate(profiling.ort_calls(trace, skip_runs=1), profiling.ORT_METHOD)
+        if trace_path:
+            with open(trace_path, "w", encoding="utf-8") as handle:
+                json.dump({"traceEvents": trace, "displayTimeUnit": "ms"}, handle)
+        notes = ["op times are ONNX Runtime's node times (kernel_time) on a second, profiling session of the same "
+                 "model and options; its first run is left out of the table (it stays in the trace)",
+                 "wall_s minus op_time_s is time outside the nodes (session.run, input and output handling)"]
+        if PROVIDER_DEVICE.get(used[0] if used else provider) == "cuda":
+            notes.append("on a GPU provider, node times are what the host sees of each node, not kernel times")
+        return profiling.profile_event("onnxruntime", iterations, wall_s, ops, trace_path, notes)
+
+    return profile
 
 
 def _wants_generator(spec: RunSpec) -> bool:
@@ -349,7 +422,7 @@ def _wants_generator(spec: RunSpec) -> bool:
         return False
     from engines import catalog
 
-    return bool(getattr(catalog.get(spec.model), "decoder", False))
+    return catalog.get(spec.model).decoder
 
 
 def _generator(spec: RunSpec, ort, options, providers, prefill_session, feeds) -> tuple[Any, dict]:

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engines import catalog
+from engines import catalog, profiling
 from engines.backends.base import LoadedModel, TokenGenerator
 from engines.spec import RunSpec
 
@@ -56,7 +56,8 @@ def load(spec: RunSpec) -> LoadedModel:
         prepared = _prepare_file(torch, spec, device)
     else:
         prepared = _prepare_catalog(torch, spec, device)
-    if spec.torch.channels_last:
+    options = spec.options_for("torch")
+    if options.channels_last:
         _to_channels_last(torch, spec, prepared)
     if spec.mode == "training":
         infer = _training_step(torch, spec, device, prepared, synchronize)
@@ -64,7 +65,7 @@ def load(spec: RunSpec) -> LoadedModel:
         infer = _inference(torch, prepared, synchronize)
     synchronize()
     load_s = time.perf_counter() - started  # building and placing the model; compile and first step come apart
-    if spec.torch.compile:
+    if options.compile:
         infer = _compile(torch, spec, device, prepared, infer)
     elif spec.mode == "training":
         _first_step(torch, spec, device, prepared, infer)
@@ -73,7 +74,7 @@ def load(spec: RunSpec) -> LoadedModel:
     details.update({
         "device": str(device), "device_name": _device_name(torch, device), "precision": spec.precision,
         "mode": spec.mode, "threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads(),
-        "channels_last": bool(spec.torch.channels_last), "compile": spec.torch.compile,
+        "channels_last": bool(options.channels_last), "compile": options.compile,
         "inputs": [{"name": name, "shape": list(t.shape), "dtype": _dtype_name(t.dtype)}
                    for name, t in zip(prepared.input_names, prepared.inputs, strict=True)],
     })
@@ -83,7 +84,8 @@ def load(spec: RunSpec) -> LoadedModel:
     return LoadedModel(
         infer=infer, load_s=load_s, params=prepared.param_count, model_bytes=prepared.model_bytes,
         versions=_versions(torch), details=_plain(details),
-        generator=_generator(torch, spec, prepared, synchronize),
+        generator=_generator(torch, spec, prepared, synchronize), profile=_profiler(torch, device, infer),
+        feed=_feeder(torch, prepared),
     )
 
 
@@ -166,11 +168,8 @@ def _prepare_file(torch, spec: RunSpec, device) -> _Prepared:
     if spec.precision == "int8":
         raise UnsupportedConfig(f"{name}: --precision int8 (dynamic quantization) applies to catalog models; "
                                 "quantize the model before saving it, then run it with --precision fp32")
-    try:
-        from engines import model_files
-    except ImportError as exc:
-        raise UnsupportedConfig(f"{name}: this build cannot read model files (engines.model_files is missing)") \
-            from exc
+    from engines import model_files
+
     call, inputs, info = model_files.load_torch(spec, device)
     inputs = tuple(inputs)
     module = call if isinstance(call, torch.nn.Module) else None
@@ -209,7 +208,7 @@ def _check_combination(spec: RunSpec, device, specs: list[dict[str, Any]]) -> No
     if spec.mode == "training" and spec.precision == "fp16" and device.type != "cuda":
         raise UnsupportedConfig(f"fp16 training on {where} is refused: fp16 training needs loss scaling, which "
                                 f"this backend does on CUDA only; train in bf16 (autocast) or fp32 on {where}")
-    if spec.torch.channels_last and not any(len(s["shape"]) == 4 for s in specs):
+    if spec.options_for("torch").channels_last and not any(len(s["shape"]) == 4 for s in specs):
         shapes = ", ".join(f"{s['name']} {s['shape']}" for s in specs)
         raise UnsupportedConfig(f"channels_last: {spec.model} has no 4-D (image) input ({shapes}); channels-last "
                                 "applies to N×C×H×W tensors — turn it off for this model")
@@ -308,6 +307,24 @@ def _inference(torch, prepared: _Prepared, synchronize: Callable[[], None]) -> C
     return infer
 
 
+def _feeder(torch, prepared: _Prepared) -> Callable[[dict[str, Any]], None]:
+    """Copy host arrays into the input tensors `infer` reads, in place (`copy_` casts and moves to the device)."""
+
+    def feed(arrays: dict[str, Any]) -> None:
+        names = prepared.input_names
+        for name, array in arrays.items():
+            if name not in names:
+                raise KeyError(f"feed: the model has no input {name!r}; its inputs are {', '.join(names)}")
+            tensor = prepared.inputs[names.index(name)]
+            source = torch.from_numpy(array)
+            if tuple(source.shape) != tuple(tensor.shape):
+                raise ValueError(f"feed {name}: shape {list(source.shape)} does not fit the model's input "
+                                 f"{list(tensor.shape)}")
+            tensor.copy_(source)
+
+    return feed
+
+
 def _training_step(torch, spec: RunSpec, device, prepared: _Prepared,
                    synchronize: Callable[[], None]) -> Callable[[], Any]:
     model, family = prepared.module, prepared.family
@@ -369,7 +386,7 @@ def _first_step(torch, spec: RunSpec, device, prepared: _Prepared, step: Callabl
 
 def _compile(torch, spec: RunSpec, device, prepared: _Prepared, infer: Callable[[], Any]) -> Callable[[], Any]:
     """Compile, then call once on the example input so compilation happens here and is timed apart."""
-    mode = spec.torch.compile
+    mode = spec.options_for("torch").compile
     try:
         compiled = torch.compile(prepared.call, mode=mode)
     except Exception as exc:  # noqa: BLE001
@@ -395,7 +412,7 @@ def _compile_error(spec: RunSpec, device, exc: BaseException) -> UnsupportedConf
     text = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
     hint = (" torch.compile on CPU generates C++: it needs a working C++ compiler (gcc or clang) and the Python "
             "headers." if device.type == "cpu" else "")
-    return UnsupportedConfig(f"torch.compile (mode {spec.torch.compile}) failed on {device}: {type(exc).__name__}: "
+    return UnsupportedConfig(f"torch.compile (mode {spec.options_for('torch').compile}) failed on {device}: {type(exc).__name__}: "
                              f"{text}.{hint} Run without --compile to measure eager mode")
 
 
@@ -441,6 +458,82 @@ def _generator(torch, spec: RunSpec, prepared: _Prepared, synchronize: Callable[
 
     return TokenGenerator(prefill=prefill, decode_step=decode_step, prompt_tokens=int(prompt.shape[1]),
                           output_tokens=spec.generation.output_tokens, tokens=tokens)
+
+
+WARMUP_MARK = "labconsole profiled warm-up"  # a record_function around the warm-up call; its ops are left out
+
+
+def _profiler(torch, device, infer: Callable[[], Any]) -> Callable[[int, str | None], dict[str, Any]]:
+    """The PyTorch profiler (kineto, with shapes and FLOPs) over `iterations` calls of `infer`, after one profiled
+    warm-up call left out of the table; the op table from engines.profiling, the Chrome trace at `trace_path`.
+
+    torch.autograd.profiler.profile is what torch.profiler.profile drives; called directly because the latter's
+    start imports torch._inductor (about 4 s here) for a CUDA-graphs flag that eager inference does not use.
+    """
+
+    def profile(iterations: int, trace_path: str | None) -> dict[str, Any]:
+        from torch.autograd import profiler as autograd_profiler
+
+        with autograd_profiler.profile(use_kineto=True, record_shapes=True, with_flops=True,
+                                       use_device="cuda" if device.type == "cuda" else None) as prof:
+            with autograd_profiler.record_function(WARMUP_MARK):
+                infer()
+            started = time.perf_counter()
+            for _ in range(iterations):
+                infer()
+            wall_s = time.perf_counter() - started
+        calls = profiling.torch_calls(_plain_events(torch, prof.function_events, device))
+        if trace_path:
+            prof.export_chrome_trace(trace_path)
+        ops = profiling.aggregate(calls, profiling.TORCH_METHOD)
+        where = ("the device time of each op's kernels" if device.type == "cuda" else
+                 "host (CPU) time of each outermost operator, children included")
+        notes = [f"op times are {where}; the profiler adds its own cost to every op (about a microsecond), so "
+                 "short ops weigh more here than in the timed measurement, which stays the reference for latency",
+                 "wall_s minus op_time_s is time spent outside operators (Python, dispatch, the profiler)",
+                 f"the first profiled call (marked '{WARMUP_MARK}' in the trace) is left out of the table"]
+        return profiling.profile_event("torch", iterations, wall_s, ops, trace_path, notes)
+
+    return profile
+
+
+def _plain_events(torch, events, device) -> list[dict[str, Any]]:
+    """torch.profiler's CPU-side events as the plain dicts engines.profiling.torch_calls reads."""
+    on_device = device.type == "cuda"
+    plain = []
+    for event in events:
+        if event.device_type != torch.autograd.DeviceType.CPU or _under_warmup(event):
+            continue
+        device_us = getattr(event, "device_time_total", None)
+        if device_us is None:
+            device_us = getattr(event, "cuda_time_total", 0)
+        parent = event.cpu_parent
+        plain.append({
+            "id": event.id, "parent": parent.id if parent is not None else None, "name": str(event.name),
+            "time_s": (device_us if on_device else event.cpu_time_total) / 1e6, "flops": int(event.flops or 0),
+            "shapes": [list(map(int, shape)) if isinstance(shape, (list, tuple)) and all(
+                isinstance(d, int) for d in shape) else [] for shape in (event.input_shapes or [])],
+            "dtypes": [str(d) for d in (getattr(event, "input_dtypes", None) or [])],
+            "concrete": [_concrete(v) for v in (getattr(event, "concrete_inputs", None) or [])],
+        })
+    return plain
+
+
+def _under_warmup(event) -> bool:
+    while event is not None:
+        if event.name == WARMUP_MARK:
+            return True
+        event = event.cpu_parent
+    return False
+
+
+def _concrete(value: Any) -> Any:
+    """A recorded scalar/list argument as plain data (kernel sizes, strides); anything else None."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) for v in value):
+        return list(value)
+    return None
 
 
 def _synchronizer(torch, device):

@@ -48,6 +48,8 @@ def _image(name: str = "pixels") -> InputDef:
 
 _RESNET_PARAMS = {"image_size": 224, "width": 64, "classes": 1000, "channels": 3}
 _TOKENS = ("batch", "seq_len")
+SYNTHETIC = "synthetic"  # the task of the synthetic suite's entries (tests and pickers can tell them apart)
+_SYNTH_INPUT = InputDef("x", "float32", ("batch", "rows", "features"), ("batch", None, None))
 _TOKENS_DYNAMIC = ("batch", "sequence")
 
 ENTRIES: dict[str, CatalogEntry] = {
@@ -77,6 +79,30 @@ ENTRIES: dict[str, CatalogEntry] = {
                      decoder=True,
                      notes="forward(input_ids, past_key_values=None) -> (logits, present); the cache is one tensor "
                            "[layers, 2, batch, heads, tokens, hidden/heads]; prompt + output tokens ≤ max_seq"),
+        # The synthetic suite (engines/catalog/synthetic/): each graph held back by one known thing.
+        CatalogEntry("synth-gemm", "engines.catalog.synthetic.gemm", "Synthetic: a chain of large GEMMs",
+                     SYNTHETIC, {"rows": 256, "features": 1024, "layers": 4}, (_SYNTH_INPUT,),
+                     notes="compute-bound: 2 × rows × features² FLOPs per layer and sample"),
+        CatalogEntry("synth-stream", "engines.catalog.synthetic.elementwise",
+                     "Synthetic: elementwise passes streaming a 64 MiB tensor", SYNTHETIC,
+                     {"rows": 16384, "features": 1024, "passes": 4}, (_SYNTH_INPUT,),
+                     notes="memory-bandwidth-bound while rows × features × 4 bytes ≥ 4× the last-level cache"),
+        CatalogEntry("synth-reduce", "engines.catalog.synthetic.reduction",
+                     "Synthetic: a sum over a 64 MiB tensor", SYNTHETIC,
+                     {"rows": 16384, "features": 1024}, (_SYNTH_INPUT,),
+                     notes="memory-bandwidth-bound: one read of every byte"),
+        CatalogEntry("synth-tiny-ops", "engines.catalog.synthetic.tiny_ops",
+                     "Synthetic: 2000 elementwise ops on 16 numbers", SYNTHETIC,
+                     {"rows": 1, "features": 16, "ops": 2000}, (_SYNTH_INPUT,),
+                     notes="host-overhead-bound: time follows `ops`, not rows × features"),
+        CatalogEntry("synth-cached", "engines.catalog.synthetic.elementwise",
+                     "Synthetic: the synth-stream graph on a 1 MiB tensor", SYNTHETIC,
+                     {"rows": 256, "features": 1024, "passes": 4}, (_SYNTH_INPUT,),
+                     notes="cache-resident while rows × features × 4 bytes fits the last-level cache"),
+        CatalogEntry("synth-mixed", "engines.catalog.synthetic.mixed",
+                     "Synthetic: MLP block (GEMM up, GELU, GEMM down, residual, LayerNorm)", SYNTHETIC,
+                     {"rows": 512, "features": 512, "hidden": 2048}, (_SYNTH_INPUT,),
+                     notes="mostly compute, with memory-bound GELU, add and LayerNorm"),
     )
 }
 

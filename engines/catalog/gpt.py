@@ -18,7 +18,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from engines import catalog
-from engines.catalog import _common
+from engines.catalog import _common, gpt_sizes
 
 OPTIMIZER = "adamw"
 
@@ -132,3 +132,7 @@ def training_loss(params: dict[str, Any], inputs: tuple[torch.Tensor, ...]) -> C
 def greedy(logits: torch.Tensor) -> torch.Tensor:
     """The next token of each row: argmax of the last position's logits, shape [batch, 1]."""
     return logits[:, -1].argmax(dim=-1, keepdim=True)
+
+
+# The generate scenario's byte counts (torch-free arithmetic, shared with the console's decoder analysis).
+decode_bytes = gpt_sizes.decode_bytes

@@ -1,25 +1,35 @@
-"""Measurement scenarios, by name. A scenario module defines `run(model, spec, emit, cancelled)`.
+"""Measurement scenarios, by name. A scenario module defines its options class, an `INFO` (ScenarioInfo)
+and `run(model, spec, emit, cancelled)`.
 
-Adding one = one module + one line here.
+Scenario modules are light (standard library only), so the console reads their options and forms without
+importing an engine. Adding one = one module + one registration line below.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+import dataclasses
 
-MODULES: dict[str, str] = {
-    "single-stream": "engines.scenarios.single_stream",
-    "generate": "engines.scenarios.generate",
-    "offline": "engines.scenarios.offline",
-    "server": "engines.scenarios.server",
-    "multi-stream": "engines.scenarios.multi_stream",
-}
+from engines.registry import Registry
+from engines.scenarios.base import ScenarioInfo
 
+_REGISTRY: Registry[ScenarioInfo] = Registry()
 
-def names() -> list[str]:
-    return list(MODULES)
+# ---- Public API
+register, unregister, names, infos, info, module = (_REGISTRY.register, _REGISTRY.unregister, _REGISTRY.names,
+                                                     _REGISTRY.infos, _REGISTRY.info, _REGISTRY.module)
 
 
-def module(name: str) -> ModuleType:
-    return importlib.import_module(MODULES[name])
+def takers(option_name: str) -> list[str]:
+    """The scenarios whose options include `option_name` (for an error that says where it applies)."""
+    return [i.name for i in infos() if option_name in {f.name for f in dataclasses.fields(i.options)}]
+
+
+# ---- Registrations: one line a scenario
+from engines.scenarios import generate, input_pipeline, multi_stream, offline, server, single_stream  # noqa: E402
+
+register(single_stream.INFO)
+register(generate.INFO)
+register(offline.INFO)
+register(server.INFO)
+register(multi_stream.INFO)
+register(input_pipeline.INFO)

@@ -105,8 +105,8 @@ def warm_up(infer: Callable[[], Any], spec: Any, emit: Emit, cancelled: Callable
     (`spec.scenario_options.warmup_until_stable`): until the last three windows (≥ 100 ms and ≥ 5
     iterations each) have medians within 10%, or `warmup_cap_s` (default 30 s) has passed.
     """
-    options = getattr(spec, "scenario_options", None)
-    until_stable = bool(options and options.warmup_until_stable)
+    options = spec.scenario_options
+    until_stable = bool(options.warmup_until_stable)
     emit(protocol.make("phase", phase="warmup", t_ns=clock()))
     t0 = clock()
     infer()

@@ -11,19 +11,31 @@ that has started is finished, unless the run is cancelled (checked between steps
 perf_counter_ns pair in a preallocated buffer, shipped as the standard `latencies` event about every 100 ms,
 so the console's live plot and summary show per-token latency; TTFT and TPOT per request travel in the
 `result` event (`ttft_ms`, `tpot_ms`), with `iterations` = decode steps measured (as the latencies count).
+
+The result also splits the measured requests into prefill and decode (time, tokens, tokens/s), and carries
+the bytes a decode step cannot avoid moving — streamed weights, KV reads at this batch and prompt, the KV
+cache's footprint — computed by the model family's `decode_bytes()` (engines/catalog/gpt_sizes.py), so the
+console can turn time per token into memory-bandwidth utilization against the machine card
+(console/analysis/decoder.py). Those byte counts are arithmetic on the parameters, not measurements.
 """
 
 from __future__ import annotations
 
+import importlib
 import statistics
 import time
 from array import array
 from collections.abc import Callable
 from typing import Any
 
-from engines import protocol
-from engines.backends.base import LoadedModel
+from engines import catalog, protocol
+from engines.backends.base import LoadedModel, TokenGenerator
+from engines.scenarios.base import NoOptions, ScenarioInfo
 from engines.spec import RunSpec
+
+INFO = ScenarioInfo("generate", "Generate (decoder models)", __name__, NoOptions,
+                    summary="prefill then token-by-token decode: time to first token and per output token",
+                    extra_fields=("generation.prompt_tokens", "generation.output_tokens"))
 
 FLUSH_NS = 100_000_000  # ship latencies about every 100 ms
 CHUNK = 4096  # preallocated slots; a chunk is shipped early if it fills before 100 ms
@@ -78,6 +90,7 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
     durations = array("q", bytes(8 * CHUNK))
     ttft_ns = array("q")
     tpot_ns = array("q")
+    decode_ns = 0  # whole decode phases of the measured requests (tpot_ns is rounded per request)
     limit_requests = spec.iterations or 0
     duration_ns = int(spec.duration_s * 1e9)
     count = 0
@@ -114,6 +127,7 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
             break
         ttft_ns.append(first - start)
         tpot_ns.append((end - first) // steps)
+        decode_ns += end - first
         requests += 1
         if (requests >= limit_requests) if limit_requests else (end >= deadline):
             break
@@ -145,7 +159,47 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
         "ttft_ms_mean": statistics.fmean(ttft_ms) if ttft_ms else None,
         "tpot_ms_mean": statistics.fmean(tpot_ms) if tpot_ms else None,
         "tokens_sample": [int(t) for t in generator.tokens(state)[0][:SAMPLE_TOKENS]],
+        **_split(sum(ttft_ns), decode_ns, requests * steps, generator.prompt_tokens, spec.batch, requests),
+        **_byte_counts(spec, generator),
     }
+
+
+def _split(prefill_ns: int, decode_ns: int, decode_steps: int, prompt_tokens: int, batch: int,
+           requests: int) -> dict[str, Any]:
+    """Prefill against decode over the measured requests: time, tokens, rate, prefill's share of the time and
+    the mean decode step (the time per output token that memory-bandwidth utilization divides by).
+
+    Prefill's tokens are the prompts' (it also picks the first output token); decode's are the tokens its steps
+    generate, batch rows included."""
+    prefill_s, decode_s = prefill_ns / 1e9, decode_ns / 1e9
+    prefill_tokens, decode_tokens = requests * prompt_tokens * batch, decode_steps * batch
+    total = prefill_s + decode_s
+    return {
+        "prefill_s": prefill_s,
+        "decode_s": decode_s,
+        "prefill_tokens": prefill_tokens,
+        "decode_tokens": decode_tokens,
+        "prefill_tokens_per_s": prefill_tokens / prefill_s if prefill_s > 0 else None,
+        "decode_tokens_per_s": decode_tokens / decode_s if decode_s > 0 else None,
+        "decode_step_ms_mean": decode_s * 1e3 / decode_steps if decode_steps else None,
+        "prefill_share": prefill_s / total if total > 0 else None,
+    }
+
+
+def _byte_counts(spec: RunSpec, generator: TokenGenerator) -> dict[str, Any]:
+    """The model family's byte counts for this batch and request shape (computed, not measured).
+
+    A decoder family opts in with `decode_bytes(params, precision, batch, prompt_tokens, output_tokens)`; the
+    headline counts go in the result as plain numbers, the rest (mean attended positions, the longest sequence, method) under
+    `decode_bytes`."""
+    family = importlib.import_module(catalog.get(spec.model).module)
+    counts_of = getattr(family, "decode_bytes", None)
+    if counts_of is None:
+        return {"decode_bytes": {"method": f"not computed: the {spec.model} family has no decode_bytes()"}}
+    counts = counts_of(catalog.params_for(spec.model, spec.model_params), spec.precision, spec.batch,
+                       generator.prompt_tokens, generator.output_tokens)
+    detail = {key: counts.pop(key) for key in ("mean_attended_positions", "max_sequence_tokens", "method")}
+    return {**counts, "decode_bytes": {**detail, "precision": spec.precision}}
 
 
 def _flush(emit: Callable[[dict[str, Any]], None], starts: array, durations: array, filled: int) -> None:

@@ -15,12 +15,43 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
+from engines.options import SpecError, option
 from engines.scenarios import _timing
-from engines.spec import DEFAULT_MULTI_STREAM_QPS, DEFAULT_STREAMS, RunSpec
+from engines.scenarios.base import LoadOptions, ScenarioInfo
+from engines.spec import RunSpec
+
+DEFAULT_STREAMS = 8  # samples per query (MLPerf's original multi-stream)
+DEFAULT_MULTI_STREAM_QPS = 20.0  # a query every 50 ms
+
+
+@dataclass
+class MultiStreamOptions(LoadOptions):
+    qps: float | None = option(None, flag="--qps", metavar="RATE", maximum=1_000_000, unit="queries/s",
+                               label="Rate (queries/s)",
+                               help=f"multi-stream: queries/s at a fixed cadence (default {DEFAULT_MULTI_STREAM_QPS:g}"
+                                    f" = every {1000 / DEFAULT_MULTI_STREAM_QPS:g} ms)")
+    streams: int | None = option(None, flag="--streams", metavar="N", maximum=65536, label="Streams",
+                                 help=f"multi-stream: samples per query (default {DEFAULT_STREAMS}; --batch N serves "
+                                      "a query in one call)")
+
+    def check(self, spec: RunSpec) -> None:
+        super().check(spec)
+        streams = self.streams or DEFAULT_STREAMS
+        if streams % spec.batch:
+            divisors = [d for d in range(1, streams + 1) if streams % d == 0]
+            raise SpecError("scenario_options.streams" if self.streams else "batch",
+                            f"a multi-stream query of {streams} samples is served in calls of batch {spec.batch}, "
+                            f"which does not divide it; use a batch of {', '.join(map(str, divisors[-6:]))} "
+                            f"(batch {streams}: one call a query) or another number of streams")
+
+
+INFO = ScenarioInfo("multi-stream", "Multi-stream", __name__, MultiStreamOptions,
+                    summary="a query of N samples at a fixed cadence (N cameras); missed intervals counted")
 
 
 def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None],

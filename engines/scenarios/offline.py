@@ -17,12 +17,36 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
+from engines.options import SpecError, option
 from engines.scenarios import _timing
+from engines.scenarios.base import LoadOptions, ScenarioInfo, WarmupOptions
 from engines.spec import RunSpec
+
+
+@dataclass
+class OfflineOptions(LoadOptions):
+    concurrency: int | None = option(None, flag="--concurrency", metavar="N", maximum=256, label="Concurrency",
+                                     help="offline: threads calling the model at once (default 1)")
+    samples_per_query: int | None = option(None, flag="--samples-per-query", metavar="N", label="Samples per query",
+                                           help="offline: one query of N samples; the run ends when it is done")
+
+    def check(self, spec: RunSpec) -> None:
+        if spec.mode != "inference" and (self.concurrency or 1) > 1:
+            raise SpecError("mode", "scenario offline measures inference when concurrency > 1 (training steps on "
+                                    "one model cannot overlap); use mode inference")
+        WarmupOptions.check(self, spec)
+        if self.samples_per_query is not None and spec.iterations is not None:
+            raise SpecError("scenario_options.samples_per_query", "give either iterations or samples_per_query "
+                            "(both say when an offline run ends)")
+
+
+INFO = ScenarioInfo("offline", "Offline", __name__, OfflineOptions,
+                    summary="maximum throughput: the model kept busy back to back, from one or more threads")
 
 
 def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None],

@@ -30,8 +30,39 @@ from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
+from engines.options import SpecError, option
 from engines.scenarios import _timing
-from engines.spec import MAX_QPS, RunSpec
+from engines.scenarios.base import LoadOptions, ScenarioInfo
+from engines.spec import RunSpec
+
+MAX_QPS = 1_000_000
+
+
+@dataclass
+class ServerOptions(LoadOptions):
+    qps: float | None = option(None, flag="--qps", metavar="RATE", maximum=MAX_QPS, unit="queries/s",
+                               label="Rate (queries/s)",
+                               help="server: Poisson arrival rate (queries/s); with --find-peak, where the search "
+                                    "starts")
+    latency_bound_ms: float | None = option(None, flag="--latency-bound-ms", metavar="MS", maximum=3_600_000,
+                                            unit="ms", label="p99 bound (ms)",
+                                            help="server: p99 bound for --find-peak (otherwise reported as met or "
+                                                 "not)")
+    find_peak: bool = option(False, flag="--find-peak", label="Find peak rate",
+                             help="server: search for the highest rate whose p99 stays under --latency-bound-ms")
+
+    def check(self, spec: RunSpec) -> None:
+        super().check(spec)
+        if self.find_peak and self.latency_bound_ms is None:
+            raise SpecError("scenario_options.latency_bound_ms", "find_peak searches for the highest rate whose "
+                            "p99 stays under a bound: give the bound in milliseconds")
+        if not self.find_peak and self.qps is None:
+            raise SpecError("scenario_options.qps", "scenario server needs a target rate (queries per second), "
+                            "or find_peak with a latency bound")
+
+
+INFO = ScenarioInfo("server", "Server", __name__, ServerOptions,
+                    summary="Poisson arrivals at a target rate, queueing counted; or the peak rate under a p99 bound")
 
 SEED = 20240601  # the arrival pattern is the same on every run (and every trial) at a given rate
 LATE_NS = 1_000_000  # a query issued more than 1 ms after its scheduled arrival counts as late

@@ -12,13 +12,24 @@ from __future__ import annotations
 import time
 from array import array
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
 from engines.scenarios import _timing
 from engines.scenarios._timing import CHUNK, FLUSH_NS
+from engines.scenarios.base import ScenarioInfo, WarmupOptions
 from engines.spec import RunSpec
+
+
+@dataclass
+class SingleStreamOptions(WarmupOptions):
+    """Single-stream takes only the warm-up options."""
+
+
+INFO = ScenarioInfo("single-stream", "Single-stream", __name__, SingleStreamOptions,
+                    summary="one query at a time, back to back: the latency a single user sees")
 
 
 def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None],

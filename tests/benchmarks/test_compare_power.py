@@ -1,4 +1,4 @@
-"""Comparison power on real measurements: a 20% slow-down is `slower`, a repeat is `no difference`, ≥ 9 of 10.
+"""Comparison power on real measurements: a 20% slow-down is `slower`, a repeat is `no difference` (goal ≥ 90%).
 
 Each trial measures three configurations of the catalog MLP in this process, interleaved in 15 short rounds
 (A B C, B C A, C A B, …; 0.08 s measured per round) so that the other programs on this shared machine weigh on
@@ -14,6 +14,12 @@ all three alike:
 defaults: noise band 2%, Mann-Whitney p < 0.01; each side is given as its list of rounds, so the interval
 resamples whole rounds. The "typical median" for the slow-down comes from three plain rounds run first.
 
+The figures are the two success rates over the trials, each with its exact (Clopper-Pearson) 95% interval, held
+against the goal "≥ 90% of trials" by the shared rule (bench_verdict). Ten trials can show a clear miss (6 of 10
+or fewer: fail) but not a rate of 90% or more (10 of 10 still bounds it only to 0.69–1): on success the verdict is
+"undecided" with that reason; COMPARE_TRIALS=36 or more can pass it (about 8 minutes here). Trials stop early once
+both rates are decided.
+
 Why interleaved: on this 2-core machine that other sessions share, back-to-back runs of one configuration
 differ by 2–10% whenever a neighbour's load changes between them; that difference is real in the data, so no
 statistic on two runs can call them equal. Sequential pairs judged with the 2% default were "no difference" in
@@ -22,18 +28,21 @@ noise band.
 """
 
 import dataclasses
+import os
 import time
 
 import numpy as np
+from bench_stats import rate_interval
+from bench_verdict import FAIL, PASS, UNDECIDED, Goal, Result, judge
 
 from console.analysis.compare import compare
 from engines import backends, scenarios
 from engines.spec import RunSpec
 from engines.worker import run_spec
 
-TRIALS = 10
+TRIALS = int(os.environ.get("COMPARE_TRIALS", 10))
 ROUNDS = 15
-GOAL = 9
+GOAL = Goal.at_least(0.9, "of trials")
 SLOWDOWN = 0.20
 ROUND = RunSpec(model="mlp", duration_s=0.08, warmup_s=0.03, threads=1)  # one thread: steadier on 2 cores
 
@@ -72,7 +81,20 @@ def run_slowed(extra_ns: int) -> np.ndarray:
     return latencies_ms(events)
 
 
-def test_slowdown_is_slower_and_a_repeat_is_no_difference():
+def judge_rate(name: str, verdicts: list[str], wanted: str) -> Result:
+    """The share of trials that gave the wanted verdict, judged on its exact interval."""
+    hits = verdicts.count(wanted)
+    result = judge(name, hits / len(verdicts), rate_interval(hits, len(verdicts)), GOAL, samples=len(verdicts),
+                   successes=hits, verdicts=verdicts)
+    if result.verdict == UNDECIDED and GOAL.contains(result.value):
+        low, high = result.interval
+        result = dataclasses.replace(result, reason=(
+            f"{hits} of {len(verdicts)} trials meet the goal, but {len(verdicts)} trials bound the rate only to "
+            f"{low:.2f}–{high:.2f}; set COMPARE_TRIALS=36 or more to decide"))
+    return result
+
+
+def test_slowdown_is_slower_and_a_repeat_is_no_difference(bench):
     started = time.perf_counter()
     typical_ms = float(np.median(np.concatenate([run_plain() for _ in range(3)])))
     extra_ns = int(SLOWDOWN * typical_ms * 1e6)
@@ -93,11 +115,12 @@ def test_slowdown_is_slower_and_a_repeat_is_no_difference():
               f"p={slower['p_value']:.2g} → {slower['verdict']} "
               f"(n {same['n_a']}/{same['n_b']}/{slower['n_b']})",
               end="")
-    repeats_ok = repeat_verdicts.count("no difference")
-    slowed_ok = slowed_verdicts.count("slower")
-    print(f"\n[benchmark] compare power on the MLP ({TRIALS} trials of {ROUNDS} interleaved rounds, "
-          f"typical median {typical_ms:.4f} ms, noise band 2%, alpha 0.01): +20% slow-down reported slower "
-          f"{slowed_ok}/{TRIALS}, identical configuration reported no difference {repeats_ok}/{TRIALS} "
-          f"(goal ≥ {GOAL}/{TRIALS} each), {time.perf_counter() - started:.0f} s")
-    assert slowed_ok >= GOAL, slowed_verdicts
-    assert repeats_ok >= GOAL, repeat_verdicts
+        decided = [judge_rate("", v, w).verdict in (PASS, FAIL)
+                   for v, w in ((slowed_verdicts, "slower"), (repeat_verdicts, "no difference"))]
+        if all(decided):
+            break
+    print(f"\n[benchmark] compare power on the MLP ({len(slowed_verdicts)} trials of {ROUNDS} interleaved rounds, "
+          f"typical median {typical_ms:.4f} ms, noise band 2%, alpha 0.01), {time.perf_counter() - started:.0f} s")
+    bench.record(judge_rate("compare: +20% slow-down reported slower", slowed_verdicts, "slower"))
+    bench.record(judge_rate("compare: identical configuration reported no difference", repeat_verdicts,
+                            "no difference"))

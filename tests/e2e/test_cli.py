@@ -68,8 +68,15 @@ def test_history_lists_the_run_newest_first(db, first_run):
     assert [r["run_id"] for r in runs[:2]] == [second_id, first_run["run_id"]]
     assert runs[1]["latency_ms"]["p50"] == pytest.approx(first_run["latency_ms"]["p50"])
     assert {"run_id", "started_at", "status", "model", "engine", "target", "latency_ms"} <= set(runs[0])
+    assert runs[1]["valid"] == first_run["valid"]
+    assert runs[1]["scenario"] == first_run["scenario"]
+    assert runs[0]["scenario"]["name"] == "single-stream" and runs[0]["valid"] is False  # 5 iterations: too few
     human = labconsole("history", db=db)
     assert first_run["run_id"][:8] in human.stdout
+    filtered = json.loads(labconsole("history", "--model", "resnet18", "--invalid", "--json", db=db).stdout)
+    assert [r["run_id"] for r in filtered] == [second_id]
+    assert json.loads(labconsole("history", "--model", "resnet18", "--valid", "--json", db=db).stdout) == []
+    assert runs[0]["tags"] == [] and len(runs[0]["fingerprint"]) == 16
 
 
 def test_targets_json_lists_cpu_and_says_why_others_are_missing():
@@ -116,6 +123,15 @@ def test_a_file_that_is_not_sqlite_is_refused_and_left_untouched(tmp_path):
         assert done.returncode == 1
         assert "not an SQLite database" in done.stderr and "Fix" in done.stderr
     assert bad.read_bytes() == content
+
+
+def test_history_reads_without_creating_or_writing_the_file(tmp_path, db, first_run):
+    missing = tmp_path / "none.db"
+    done = labconsole("history", "--json", db=missing, timeout=60)
+    assert done.returncode == 0 and json.loads(done.stdout) == [] and not missing.exists()
+    before = db.read_bytes()
+    assert labconsole("history", "--json", db=db, timeout=60).returncode == 0
+    assert db.read_bytes() == before
 
 
 def test_an_unwritable_database_path_names_the_fix(tmp_path):

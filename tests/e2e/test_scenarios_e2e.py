@@ -92,10 +92,12 @@ def test_multi_stream_issues_a_query_per_interval():
     last, latencies, arrivals, _ = result(scenario="multi-stream", batch=2, duration_s=0.5,
                                           scenario_options={"streams": 4, "qps": 50})
     assert last["calls_per_query"] == 2 and last["interval_ms"] == pytest.approx(20.0)
-    assert last["queries"] + last["missed_intervals"] == 25
-    assert last["missed_intervals"] <= 2  # a 0.4 ms query in a 20 ms interval (2 for a stalled machine)
-    gaps = {round((b - a) / 1e6) for a, b in zip(arrivals, arrivals[1:], strict=False)}
-    assert gaps <= {20, 40, 60}  # queries start on the ticks
+    assert last["queries"] + last["missed_intervals"] == 25 and last["queries"] >= 1
+    # Queries start on the 20 ms ticks; a tick missed (a busy machine stalls a query past the next one) is
+    # counted, never shifted: every gap between starts is whole ticks, and the skipped ticks are all counted.
+    gaps = [round((b - a) / 1e6) for a, b in zip(arrivals, arrivals[1:], strict=False)]
+    assert all(gap % 20 == 0 and gap >= 20 for gap in gaps), gaps
+    assert last["missed_intervals"] >= sum(gap // 20 - 1 for gap in gaps)
     assert last["samples_per_s"] == pytest.approx(last["queries"] * 4 / last["measured_s"])
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from console.history import HistoryStore, HistoryWriter
-from console.sweep import SweepError, SweepGrid, run_sweep
+from console.sweep import SweepError, SweepGrid, SweepRun
 
 TINY = {"model": "mlp", "duration_s": 0.3, "warmup_s": 0.1}
 QUIET = {"telemetry_hz": None}
@@ -33,8 +33,8 @@ def writer(tmp_path):
 def test_a_failing_point_does_not_lose_the_others(tmp_path, writer):
     """cuda:0 passes spec validation but its worker fails at load on this CPU-only machine."""
     events = []
-    record = run_sweep(TINY, SweepGrid.parse(batch="1,2", target="cpu,cuda:0"), writer, on_point=events.append,
-                       name="e2e", session_options=QUIET)
+    record = SweepRun(TINY, SweepGrid.parse(batch="1,2", target="cpu,cuda:0"), writer, on_point=events.append,
+                      name="e2e", session_options=QUIET).run()
     assert record["status"] == "partial"
     by_label = {p["label"]: p for p in record["points"]}
     assert list(by_label) == ["cpu · b1", "cpu · b2", "cuda:0 · b1", "cuda:0 · b2"]
@@ -78,8 +78,8 @@ def test_cancel_stops_after_the_current_point(tmp_path, writer):
         if event["type"] == "point_finished":
             finished.append(event["index"])
 
-    record = run_sweep(TINY, SweepGrid.parse(batch="1,2,4"), writer, on_point=on_point,
-                       cancelled=lambda: bool(finished), session_options=QUIET)
+    record = SweepRun(TINY, SweepGrid.parse(batch="1,2,4"), writer, on_point=on_point,
+                      cancelled=lambda: bool(finished), session_options=QUIET).run()
     assert record["status"] == "cancelled"
     assert [p["status"] for p in record["points"]] == ["completed", "not run", "not run"]
     assert record["points"][1]["run_id"] is None
@@ -92,12 +92,12 @@ def test_cancel_stops_after_the_current_point(tmp_path, writer):
 
 def test_nothing_runs_when_the_grid_is_refused(tmp_path, writer):
     with pytest.raises(SweepError, match="--batch: 'x' is not a whole number"):
-        run_sweep(TINY, SweepGrid.parse(batch="1,x"), writer)
+        SweepRun(TINY, SweepGrid.parse(batch="1,x"), writer)
     with pytest.raises(SweepError, match="no point of the grid can run"):
-        run_sweep(TINY, SweepGrid.parse(batch="1,2", target="cuda:0,mps"), writer,
-                  targets=[{"id": "cpu", "available": True},
-                           {"id": "cuda:0", "available": False, "reason": "no GPU"},
-                           {"id": "mps", "available": False, "reason": "not a Mac"}])
+        SweepRun(TINY, SweepGrid.parse(batch="1,2", target="cuda:0,mps"), writer,
+                 targets=[{"id": "cpu", "available": True},
+                          {"id": "cuda:0", "available": False, "reason": "no GPU"},
+                          {"id": "mps", "available": False, "reason": "not a Mac"}])
     writer.flush()
     with HistoryStore(tmp_path / "history.db") as store:
         assert store.list_sweeps() == [] and store.list_runs() == []
@@ -171,7 +171,6 @@ def test_cli_impossible_points_are_refused_with_each_reason(tmp_path):
 
 
 def test_stop_now_cancels_the_current_run_too(tmp_path, writer):
-    from console.sweep import SweepRun
 
     sweep = None
 

@@ -26,6 +26,8 @@ def run(**spec):
         data["model_params"] = SMALL[data["model"]]
     if data.get("model") == "gpt":
         data.setdefault("generation", TINY_GENERATION)
+    if "torch" in data:  # the PyTorch backend's own options
+        data["engine_options"] = {"torch": data.pop("torch")}
     events = []
     run_spec(data, events.append)
     for event in events:

@@ -9,6 +9,7 @@ import pytest
 from console.history import HistoryStore, HistoryWriter
 from console.sweep import analyse, chart_data, point_label
 from console.ui.sweep_page import POINT_COLUMNS, SweepPage
+from console.ui.workspace import Workspace
 from widgets.sweep_chart import SweepChart
 
 SWEEP_TIMEOUT_MS = 180_000
@@ -93,7 +94,8 @@ def test_page_shows_a_finished_sweep(qtbot):
 
 def test_a_bad_grid_is_refused_on_the_page(qtbot, tmp_path):
     writer = HistoryWriter.open(tmp_path / "h.db")
-    page = SweepPage(writer=writer, base_values=lambda: {"model": "mlp", "target": "cpu"})
+    workspace = Workspace(tmp_path / "h.db", writer, telemetry_hz=None)
+    page = SweepPage(workspace, base_values=lambda: {"model": "mlp", "target": "cpu"})
     qtbot.addWidget(page)
     page.set_fields(batch="1,x,4")
     assert page.start_sweep() is False and not page.running
@@ -104,8 +106,9 @@ def test_a_bad_grid_is_refused_on_the_page(qtbot, tmp_path):
     assert page.start_sweep() is False
     assert "cuda:0 is not usable here: CPU-only PyTorch" in page._error.text()
     page.set_fields(target="")
-    page._is_busy = lambda: True
+    workspace.claim("run")  # what the Run page's controller does while a run measures
     assert page.start_sweep() is False and "A run is in progress" in page._error.text()
+    assert workspace.measuring == "run"
     writer.close()
 
 
@@ -115,15 +118,14 @@ def history(tmp_path):
     path = tmp_path / "history.db"
     writer = HistoryWriter.open(path)
     store = HistoryStore(path)
-    yield writer, store
+    yield Workspace(path, writer, store, telemetry_hz=None)
     store.close()
     writer.close()
 
 
 def test_a_real_sweep_runs_on_a_thread_and_lands_in_the_history(qtbot, history):
-    writer, store = history
-    page = SweepPage(store, writer, base_values=lambda: {"model": "mlp", "engine": "torch", "target": "cpu"},
-                     session_options={"telemetry_hz": None})
+    store = history.store
+    page = SweepPage(history, base_values=lambda: {"model": "mlp", "engine": "torch", "target": "cpu"})
     qtbot.addWidget(page)
     page.resize(1400, 860)
     page.show()
@@ -137,6 +139,7 @@ def test_a_real_sweep_runs_on_a_thread_and_lands_in_the_history(qtbot, history):
         assert page.running and not page.run_button.isEnabled() and page.stop_button.isEnabled()
     record = finished.args[0]
     assert progress == [True, False] and not page.running and page.run_button.isEnabled()
+    assert history.measuring is None  # the sweep released the one measuring state
     assert record["status"] == "completed" and [p["status"] for p in record["points"]] == ["completed"] * 2
     assert page.progress.value() == page.progress.maximum() == 2
     assert page.table.rowCount() == 2 and page.table.item(1, 1).text() == "completed"
@@ -156,8 +159,7 @@ def test_a_real_sweep_runs_on_a_thread_and_lands_in_the_history(qtbot, history):
 
 
 def test_stop_ends_the_sweep_after_the_current_point(qtbot, history):
-    writer, store = history
-    page = SweepPage(store, writer, base_values=lambda: {"model": "mlp"}, session_options={"telemetry_hz": None})
+    page = SweepPage(history, base_values=lambda: {"model": "mlp"})
     qtbot.addWidget(page)
     page.set_fields(batch="1,2,4")
     page.duration.setValue(0.3)

@@ -7,9 +7,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from PySide6 import QtCore, QtWidgets  # noqa: E402
+from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
 
-from widgets import live_plot  # noqa: E402
+from engines import phases  # noqa: E402
+from widgets import live_plot, theme  # noqa: E402
 from widgets.formatting import format_number, format_quantity  # noqa: E402
 from widgets.history_table import COL_BATCH, COL_P50, COL_STATUS, COL_THROUGHPUT, HistoryTable  # noqa: E402
 from widgets.live_plot import LatencyPlot, TimeSeriesPlot  # noqa: E402
@@ -175,7 +176,7 @@ def test_latency_plot_bounded_by_capacity(qtbot):
 def test_bands_open_band_follows_data_and_is_closed_by_next(qtbot):
     plot = LatencyPlot()
     qtbot.addWidget(plot)
-    plot.add_band(0.0, None, "loading")
+    plot.add_band(0.0, None, "loading", "#f2a900")
     plot.add_band(1.5, None, "warmup")
     plot.add_latencies([1.6, 2.0, 2.5], [1.0, 1.0, 1.0])
     plot.refresh()
@@ -183,6 +184,8 @@ def test_bands_open_band_follows_data_and_is_closed_by_next(qtbot):
     assert loading.region.getRegion() == pytest.approx((0.0, 1.5))
     assert warmup.region.getRegion() == pytest.approx((1.5, 2.5))
     assert plot.band_labels() == ["loading", "warmup"]
+    assert plot.band_colors() == ["#f2a900", theme.BAND_COLOR]  # a band without a colour gets the neutral one
+    assert loading.region.brush.color().name() == "#f2a900"
     plot.clear_bands()
     assert plot.band_labels() == []
 
@@ -240,6 +243,22 @@ def test_time_series_unavailable_shows_text_and_no_curve(qtbot):
     assert plot.is_available() and plot.unavailable_text() == ""
 
 
+def test_a_long_reason_is_a_short_label_and_a_tooltip(qtbot):
+    plot = TimeSeriesPlot("GPU power", "power", "W")
+    qtbot.addWidget(plot)
+    reason = ("nvml: NVML library (libnvidia-ml.so.1) not found: no NVIDIA driver installed on this machine\n"
+              "rapl: permission denied reading /sys/class/powercap/intel-rapl:0/energy_uj. sudo chmod o+r …")
+    plot.set_unavailable(reason)
+    assert plot.unavailable_text() == "power: not available"
+    assert plot.unavailable_details() == f"power: not available\n{reason}"
+    assert "NVIDIA driver installed on this machine" in plot.unavailable_tooltip()
+    assert plot._unavailable_hint.isVisibleTo(plot)  # "hover for why"
+    plot.set_unavailable(reason, short="GPU: no NVIDIA driver")
+    assert plot.unavailable_text() == "GPU: no NVIDIA driver"
+    plot.set_unavailable("x" * 80, short="y" * 80)
+    assert len(plot.unavailable_text()) == live_plot.UNAVAILABLE_LABEL_MAX
+
+
 def test_time_series_nan_is_a_gap_not_zero(qtbot):
     plot = TimeSeriesPlot("CPU", "utilization", "%")
     qtbot.addWidget(plot)
@@ -275,6 +294,7 @@ def _filled_form(qtbot) -> RunForm:
     form.set_choices("target", [("cpu", "CPU", True, ""), ("cuda:0", "GPU 0", False, "no CUDA device")])
     form.set_choices("precision", [("fp32", "fp32", True, ""), ("fp16", "fp16", False, "no fp16 on this CPU")])
     form.set_choices("mode", [("inference", "inference", True, ""), ("training", "training", True, "")])
+    form.set_choices("scenario", [("single-stream", "Single-stream", True, ""), ("server", "Server", True, "")])
     return form
 
 
@@ -282,16 +302,43 @@ def test_run_form_values_round_trip(qtbot):
     form = _filled_form(qtbot)
     assert form.values() == {
         "model": "resnet50", "engine": "torch", "target": "cpu", "precision": "fp32", "mode": "inference",
-        "batch": 1, "threads": None, "duration_s": 5.0, "iterations": None, "name": None,
+        "scenario": "single-stream", "batch": 1, "threads": None, "duration_s": 5.0, "iterations": None,
+        "name": None,
     }
     wanted = {"model": "bert", "engine": "torch", "target": "cpu", "precision": "fp32", "mode": "training",
-              "batch": 32, "threads": 2, "duration_s": 12.5, "iterations": 400, "name": "nightly"}
+              "scenario": "server", "batch": 32, "threads": 2, "duration_s": 12.5, "iterations": 400,
+              "name": "nightly"}
     form.set_values(wanted)
     assert form.values() == wanted
     form.set_values({"iterations": None, "name": ""})
     assert form.values()["iterations"] is None and form.values()["name"] is None
     assert form._iterations.text() == "auto (use duration)"
     assert form._duration.suffix() == " s"
+
+
+SERVER_FIELDS = [
+    {"path": "scenario_options.qps", "kind": "float", "label": "Rate (queries/s)", "default": None, "optional": True,
+     "maximum": 1e6, "unit": "queries/s", "help": "Poisson arrival rate"},
+    {"path": "scenario_options.find_peak", "kind": "bool", "label": "Find peak rate", "default": False},
+]
+TORCH_FIELDS = [{"path": "torch.compile", "kind": "choice", "label": "torch.compile", "default": None,
+                 "optional": True, "choices": ("default", "max-autotune")}]
+
+
+def test_run_form_shows_the_options_its_plugins_describe(qtbot):
+    form = _filled_form(qtbot)
+    form.set_option_fields(scenario=SERVER_FIELDS, engine=TORCH_FIELDS)
+    values = form.values()
+    assert values["scenario_options.qps"] is None and values["scenario_options.find_peak"] is False
+    assert values["torch.compile"] is None
+    assert form.engine_section.editor("torch.compile").isHidden()  # folded until asked for
+    form.set_values({"scenario_options.qps": 250.0, "scenario_options.find_peak": True, "torch.compile": "default"})
+    assert form.values()["scenario_options.qps"] == 250.0 and form.values()["torch.compile"] == "default"
+    assert form.scenario_section.editor("scenario_options.qps").suffix() == " queries/s"
+    form.set_option_fields(scenario=[], engine=TORCH_FIELDS)  # another scenario without options
+    assert "scenario_options.qps" not in form.values() and form.scenario_section.isHidden()
+    form.set_option_fields(scenario=SERVER_FIELDS, engine=TORCH_FIELDS)  # back: what was typed comes back
+    assert form.values()["scenario_options.qps"] == 250.0
 
 
 def test_run_form_disabled_item_cannot_be_chosen(qtbot):
@@ -401,6 +448,23 @@ def test_summary_card_figures_and_missing(qtbot):
     assert card.message_text() == "worker crashed"
     card.clear()
     assert card.value_text("p50") == "—" and card.notes_text() == "" and card.message_text() == ""
+
+
+def test_summary_card_shows_the_verdict_against_the_baseline(qtbot):
+    card = SummaryCard()
+    qtbot.addWidget(card)
+    assert card.baseline_text() == ""
+    block = {"run_id": "abcdef0123", "verdict": "slower", "ratio": 1.123, "ci95": [1.1, 1.15], "p_value": 1e-9,
+             "explanation": "B is slower", "changed": [{"field": "version.torch", "a": "2.12", "b": "2.13"}]}
+    card.set_summary({**_summary(), "baseline": block})
+    assert card.baseline_text() == "vs baseline: slower than abcdef01 — ×1.123 (95% CI 1.100–1.150)"
+    assert "version.torch: 2.12 → 2.13" in card._baseline.toolTip()
+    card.set_summary({**_summary(), "baseline": {**block, "verdict": "no difference", "ratio": 1.0}})
+    assert card.baseline_text().startswith("vs baseline: no difference from abcdef01")
+    card.set_summary({**_summary(), "baseline": {"run_id": "abcdef0123", "verdict": None, "explanation": "too few"}})
+    assert card.baseline_text() == "vs baseline abcdef01: not compared"
+    card.clear()
+    assert card.baseline_text() == ""
 
 
 def test_summary_card_tolerates_missing_keys(qtbot):
@@ -531,9 +595,8 @@ def test_demo_screenshot(qtbot):
     latency = LatencyPlot()
     t = np.sort(rng.uniform(3.0, 9.1, 3200))
     lat = 11 + rng.gamma(2.0, 0.6, t.size) + (rng.random(t.size) < 0.01) * rng.uniform(5, 15, t.size)
-    latency.add_band(0.0, None, "loading")
-    latency.add_band(2.2, None, "warmup")
-    latency.add_band(3.0, None, "measuring")
+    for start, phase in ((0.0, "loading"), (2.2, "warmup"), (3.0, "measuring")):
+        latency.add_band(start, None, phases.get(phase).label, phases.get(phase).color)
     latency.add_latencies(t, lat)
     grid.addWidget(latency, 0, 1)
 
@@ -542,9 +605,8 @@ def test_demo_screenshot(qtbot):
     cpu.add_points("total", tt, np.clip(60 + rng.normal(0, 4, tt.size), 0, 100))
     for core in range(8):
         cpu.add_points(f"cpu{core}", tt, np.clip(55 + 10 * rng.normal(0, 1, tt.size), 0, 100))
-    cpu.add_band(0.0, None, "loading")
-    cpu.add_band(2.2, None, "warmup")
-    cpu.add_band(3.0, None, "measuring")
+    for start, phase in ((0.0, "loading"), (2.2, "warmup"), (3.0, "measuring")):
+        cpu.add_band(start, None, phases.get(phase).label, phases.get(phase).color)
     memory = TimeSeriesPlot("Memory", "memory", "GiB")
     memory.add_points("system used", tt, 12 + np.minimum(tt, 2.2) * 0.5)
     memory.add_points("worker RSS", tt, 0.4 + np.minimum(tt, 2.2) * 0.45)
@@ -579,8 +641,37 @@ def test_demo_screenshot(qtbot):
         plot.refresh()
     QtWidgets.QApplication.processEvents()
     pixmap = root.grab()
-    assert pixmap.save(DEMO_PNG)
-    assert os.path.getsize(DEMO_PNG) > 10_000
+    assert pixmap.save(DEMO_PNG)  # kept for a human look; what follows checks what was painted
+    corner = latency.mapTo(root, QtCore.QPoint(0, 0))
+    shot = pixmap.copy(QtCore.QRect(corner, latency.size())).toImage()
+    colours = _colour_counts(shot)
+    # The running p50/p99 lines are drawn in their colours, and each phase band tints the background in the
+    # phase's own colour (a band in the fallback grey, as the live warm-up once was, fails here).
+    assert _near(colours, theme.P99_COLOR) > 100 and _near(colours, theme.P50_COLOR) > 100
+    for phase in ("loading", "warmup", "measuring"):
+        assert _near(colours, _over_background(phases.get(phase).color, theme.BAND_ALPHA)) > 500, phase
+
+
+def _colour_counts(image: QtGui.QImage) -> dict[tuple[int, int, int], int]:
+    counts: dict[tuple[int, int, int], int] = {}
+    for y in range(0, image.height(), 2):
+        for x in range(0, image.width(), 2):
+            c = image.pixelColor(x, y)
+            key = (c.red(), c.green(), c.blue())
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _near(counts: dict[tuple[int, int, int], int], colour, tolerance: int = 6) -> int:
+    target = QtGui.QColor(colour) if isinstance(colour, str) else colour
+    rgb = (target.red(), target.green(), target.blue())
+    return sum(n for key, n in counts.items() if max(abs(a - b) for a, b in zip(key, rgb, strict=True)) <= tolerance)
+
+
+def _over_background(colour: str, alpha: int) -> QtGui.QColor:
+    fg, bg, a = QtGui.QColor(colour), QtGui.QColor(theme.BACKGROUND), alpha / 255
+    return QtGui.QColor(*(round(f * a + b * (1 - a)) for f, b in ((fg.red(), bg.red()), (fg.green(), bg.green()),
+                                                                  (fg.blue(), bg.blue()))))
 
 
 def test_summary_card_says_valid_or_invalid_and_caps_the_notes(qtbot):
@@ -593,3 +684,104 @@ def test_summary_card_says_valid_or_invalid_and_caps_the_notes(qtbot):
     assert "rule 4 failed" in card._notes.toolTip()
     card.set_summary({"valid": True, "invalid_reasons": [], "notes": []})
     assert card._verdict.text() == "VALID"
+
+
+def test_summary_card_shows_the_scenario_block(qtbot):
+    card = SummaryCard()
+    qtbot.addWidget(card)
+    assert card.scenario_title() == ""
+    card.set_summary({"iterations": 400, "scenario": {
+        "target_qps": 40.0, "achieved_qps": 39.2, "issued": 402, "completed": 400, "late": 3, "late_threshold_ms": 1.0,
+        "dropped": 2, "queue_wait_ms_p99": 4.25, "queue_wait_ms_p50": 0.5, "seed": 1234, "latency_ms_p99": 9.0,
+        "warmup_window_medians_ms": [1.0, 1.1], "note_dropped": "2 queries were still queued", "new_figure": 7}},
+        scenario="server")
+    assert card.scenario_title() == "server scenario"
+    assert card.scenario_text("target_qps") == "40.0 queries/s"
+    assert card.scenario_text("achieved_qps") == "39.2 queries/s"
+    assert card.scenario_text("late") == "3" and card.scenario_text("dropped") == "2"
+    assert card.scenario_text("queue_wait_ms_p99") == "4.25 ms"
+    assert card.scenario_text("new_figure") == "7"  # a figure a new scenario reports is shown under its own name
+    assert card.scenario_text("seed") == "" and card.scenario_text("warmup_window_medians_ms") == ""
+    assert "still queued" in card.scenario_notes()
+    card.set_summary({"scenario": {"ttft_ms_p50": 12.5, "tpot_ms_p50": 3.25, "output_tokens_per_s": 310.0,
+                                   "meets_bound": False}}, scenario="generate")
+    assert card.scenario_text("ttft_ms_p50") == "12.5 ms" and card.scenario_text("tpot_ms_p50") == "3.25 ms"
+    assert card.scenario_text("meets_bound") == "no" and card.scenario_text("target_qps") == ""
+    card.clear()
+    assert card.scenario_title() == ""
+
+
+def test_sweep_table_lists_sweeps_and_asks_to_open_one(qtbot):
+    from widgets.sweep_table import SweepTable
+
+    table = SweepTable()
+    qtbot.addWidget(table)
+    table.set_sweeps([
+        {"sweep_id": "c" * 32, "name": "", "status": "running", "created_at": "2024-05-01T10:00:00+00:00",
+         "grid": {"threads": [1, None]}, "base": {"model": "bert"}, "runs": 1, "completed": 0, "summary": None},
+        {"sweep_id": "d" * 32, "name": "night", "status": "completed", "created_at": "2024-04-30T10:00:00+00:00",
+         "grid": {"batch": [1, 8]}, "base": {"model": "mlp"}, "runs": 2, "completed": 2,
+         "summary": {"knee": {"label": "b8", "throughput_per_s": 5000.0}}},
+    ])
+    assert table.rowCount() == 2
+    assert table.cell_text(0, 3) == "threads 1,default" and table.cell_text(0, 7) == "—"
+    assert table.cell_text(1, 5) == "2/2" and table.cell_text(1, 7) == "b8: 5,000 samples/s"
+    assert table.item(0, 4).foreground().color().name() == theme.STATUS_COLORS["running"]
+    with qtbot.waitSignal(table.sig_sweep_activated) as activated:
+        table.activated.emit(table.model().index(1, 0))
+    assert activated.args == ["d" * 32]
+
+
+def test_the_dark_scheme_follows_a_dark_palette_and_paints_dark(qtbot):
+    assert theme.scheme_for(theme.qpalette(theme.DARK)) is theme.DARK
+    assert theme.scheme_for(theme.qpalette(theme.LIGHT)) is theme.LIGHT
+    theme.use(theme.DARK)
+    try:
+        assert theme.FOREGROUND == theme.DARK.foreground and theme.STATUS_COLORS == theme.DARK.status
+        plot = LatencyPlot()
+        card = SummaryCard()
+    finally:
+        theme.use(theme.LIGHT)
+    for widget in (plot, card):
+        qtbot.addWidget(widget)
+        widget.resize(400, 300)
+    plot.add_latencies(np.arange(50) * 0.01, np.ones(50))
+    plot.refresh()
+    background = plot._plot_widget.grab().toImage().pixelColor(5, 5)
+    assert background.lightness() < 60  # built under the dark scheme: a dark plot
+    assert plot.plot_item.getAxis("left").textPen().color().lightness() > 200  # light axis text
+
+
+def test_choosing_the_theme_from_the_environment(qtbot, monkeypatch, capsys):
+    from console.ui.app import THEME_ENV, choose_theme
+
+    app = QtWidgets.QApplication.instance()
+    palette, style = app.palette(), app.style().name()
+    try:
+        monkeypatch.setenv(THEME_ENV, "dark")
+        assert choose_theme(app) is theme.DARK and theme.is_dark(app.palette())
+        monkeypatch.setenv(THEME_ENV, "auto")
+        assert choose_theme(app) is theme.DARK  # follows the (now dark) palette
+        app.setPalette(theme.qpalette(theme.LIGHT))
+        assert choose_theme(app) is theme.LIGHT
+        monkeypatch.setenv(THEME_ENV, "purple")
+        assert choose_theme(app) is theme.LIGHT
+        assert "LABCONSOLE_THEME='purple' is not one of auto, light, dark" in capsys.readouterr().err
+    finally:
+        app.setPalette(palette)
+        app.setStyle(style)
+        theme.use(theme.LIGHT)
+
+
+def test_summary_card_shows_the_bottleneck_sentence_with_its_evidence_on_hover(qtbot):
+    card = SummaryCard()
+    qtbot.addWidget(card)
+    card.set_summary({"valid": True, "bottleneck": {
+        "class": "host-overhead", "confidence": 0.8, "sentence": "Bound by host overhead: 2,000 tiny ops per call.",
+        "evidence": {"ops_per_iteration": 2000, "time_per_call_us": 21.5}, "recommendation": "fuse with torch.compile",
+        "secondary": "compute"}})
+    assert card.finding_text() == "Bound by host overhead: 2,000 tiny ops per call."
+    tip = card._finding.toolTip()
+    assert "fuse with torch.compile" in tip and "ops_per_iteration: 2,000" in tip and "Runner-up: compute" in tip
+    card.set_summary({"valid": True})
+    assert card.finding_text() == ""

@@ -5,8 +5,6 @@ import subprocess
 import sys
 from importlib import metadata
 
-import pytest
-
 from console import __version__, about
 
 KEYS = {"lab_console", "torch", "onnxruntime", "pyside6", "qt", "python", "build", "build_date"}
@@ -32,7 +30,8 @@ def test_versions_import_neither_the_engines_nor_qt():
 
 
 def test_qt_version_is_the_running_qt_once_qt_is_loaded():
-    qtcore = pytest.importorskip("PySide6.QtCore")
+    from PySide6 import QtCore as qtcore
+
     assert about.versions()["qt"] == qtcore.qVersion()
 
 

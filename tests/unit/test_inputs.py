@@ -6,7 +6,6 @@ import pytest
 from engines.inputs import (
     InputError,
     make_array,
-    parse_assignment,
     parse_shape,
     resolve_inputs,
     resolve_shape,
@@ -24,14 +23,6 @@ def test_parse_shape_accepts_common_spellings():
 def test_parse_shape_errors_show_the_expected_form(text):
     with pytest.raises(InputError, match="1x3x224x224"):
         parse_shape(text)
-
-
-def test_parse_assignment():
-    assert parse_assignment("x=1x8") == ("x", "1x8")
-    with pytest.raises(InputError, match="NAME=VALUE"):
-        parse_assignment("x1x8")
-    with pytest.raises(InputError, match="sample_rate=16000"):
-        parse_assignment("=3", "--input-value")
 
 
 def test_first_dynamic_dim_is_the_batch():

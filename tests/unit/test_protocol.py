@@ -41,3 +41,15 @@ def test_library_objects_are_refused_so_the_console_never_unpickles_them():
         protocol.make("loaded", load_s=0.1, params=1, model_bytes=4, versions={"torch": TorchVersion("2.13")})
     with pytest.raises(protocol.ProtocolError, match="not a plain"):
         protocol.make("hello", pid=1, versions={}, extra=object())
+
+
+def test_the_protocol_speaks_the_phases_of_the_phase_table():
+    from engines import phases
+
+    assert protocol.PHASES == tuple(phase.name for phase in phases.PHASES)
+    for phase in phases.PHASES:
+        assert protocol.make("phase", phase=phase.name, t_ns=1)["phase"] == phase.name
+        assert phase.color.startswith("#") and len(phase.color) == 7
+    assert phases.get("warmup").label == "warm-up" and phases.get("warmup").during == "warm-up"
+    assert phases.get(None).during == "start-up"  # before the worker's first phase event
+    assert phases.get("compiling").title == "Compiling"  # a phase the table does not know keeps its own name

@@ -11,7 +11,8 @@ from console.cli import main
 from engines import protocol, scenarios
 from engines.backends.base import LoadedModel
 from engines.scenarios import _timing, multi_stream, offline, server
-from engines.spec import RunSpec, ScenarioOptions, SpecError
+from engines.scenarios.single_stream import SingleStreamOptions
+from engines.spec import RunSpec, SpecError
 
 
 # ---- the stability rule: the engines' twin agrees with the console's
@@ -56,23 +57,38 @@ def sleeper(latency_s):
 
 def until_stable(cap_s):
     return RunSpec(scenario="single-stream", warmup_s=0.0,
-                   scenario_options=ScenarioOptions(warmup_until_stable=True, warmup_cap_s=cap_s))
+                   scenario_options=dict(warmup_until_stable=True, warmup_cap_s=cap_s))
+
+
+class FakeClock:
+    """A model on a clock of its own: each call advances time by the latency the model has at that moment, so
+    the warm-up rules are tested exactly, whatever else the machine is doing."""
+
+    def __init__(self, latency_s):
+        self.ns, self.latency_s = 0, latency_s
+
+    def __call__(self) -> int:
+        return self.ns
+
+    def infer(self) -> None:
+        self.ns += round(self.latency_s(self.ns / 1e9) * 1e9)
 
 
 def test_warmup_until_stable_stops_early_on_a_steady_model():
     events = []
-    outcome = _timing.warm_up(sleeper(lambda t: 0.002).infer, until_stable(3.0), events.append, lambda: False)
+    steady = FakeClock(lambda t: 0.002)
+    outcome = _timing.warm_up(steady.infer, until_stable(3.0), events.append, lambda: False, clock=steady)
     assert outcome.stabilised is True
-    assert 0.3 <= outcome.elapsed_s < 1.5  # three 100 ms windows, then it stops (the cap is 3 s)
+    assert 0.3 <= outcome.elapsed_s < 0.35  # three 100 ms windows, then it stops (the cap is 3 s)
     assert outcome.result_fields()["warmup_stabilised"] is True
     assert events[0]["type"] == "phase" and events[0]["phase"] == "warmup"
 
 
 def test_warmup_until_stable_hits_the_cap_on_a_drifting_model():
-    drifting = sleeper(lambda t: 0.001 * (1 + 4 * t))  # +40% every 100 ms window: never within 10%
-    outcome = _timing.warm_up(drifting.infer, until_stable(0.6), lambda e: None, lambda: False)
+    drifting = FakeClock(lambda t: 0.001 * (1 + 4 * t))  # +40% every 100 ms window: never within 10%
+    outcome = _timing.warm_up(drifting.infer, until_stable(0.6), lambda e: None, lambda: False, clock=drifting)
     assert outcome.stabilised is False
-    assert 0.6 <= outcome.elapsed_s < 0.9
+    assert 0.6 <= outcome.elapsed_s < 0.61
     fields = outcome.result_fields()
     assert fields["warmup_stabilised"] is False and fields["warmup_cap_s"] == 0.6
     medians = fields["warmup_window_medians_ms"]
@@ -97,7 +113,7 @@ def test_single_stream_reports_an_until_stable_warmup():
 # ---- scenarios on fake models: exact logic without a real model's noise
 def test_server_latency_counts_queueing_behind_a_slow_model():
     model = sleeper(lambda t: 0.010)  # 10 ms a query, so 100/s at most; ask for 400/s
-    spec = RunSpec(scenario="server", warmup_s=0.0, duration_s=0.3, scenario_options=ScenarioOptions(qps=400))
+    spec = RunSpec(scenario="server", warmup_s=0.0, duration_s=0.3, scenario_options=dict(qps=400))
     events = []
     result = server.run(model, spec, events.append, lambda: False)
     assert result["queue_depth_max"] >= 10 and result["latency_ms_p50"] > 3 * result["service_ms_p50"]
@@ -126,14 +142,14 @@ def test_offline_error_in_a_thread_is_raised():
         if len(calls) > 3:
             raise ValueError("out of memory, pretend")
 
-    spec = RunSpec(scenario="offline", warmup_s=0.0, duration_s=5.0, scenario_options=ScenarioOptions(concurrency=2))
+    spec = RunSpec(scenario="offline", warmup_s=0.0, duration_s=5.0, scenario_options=dict(concurrency=2))
     with pytest.raises(ValueError, match="pretend"):
         offline.run(LoadedModel(infer=flaky, load_s=0, params=0, model_bytes=0), spec, lambda e: None, lambda: False)
 
 
 def test_multi_stream_max_queries_and_events_are_plain():
     spec = RunSpec(scenario="multi-stream", warmup_s=0.0, duration_s=5.0, batch=1,
-                   scenario_options=ScenarioOptions(streams=2, qps=100, max_queries=7))
+                   scenario_options=dict(streams=2, qps=100, max_queries=7))
     events = []
     result = multi_stream.run(sleeper(lambda t: 0.0005), spec, events.append, lambda: False)
     assert result["queries"] == 7 and result["missed_intervals"] == 0
@@ -148,7 +164,7 @@ def test_multi_stream_max_queries_and_events_are_plain():
     ({"streams": 4}, "offline", "scenario_options.streams", "applies to scenario multi-stream"),
     ({"find_peak": True}, "offline", "scenario_options.find_peak", "applies to scenario server"),
     ({"warmup_until_stable": True}, "generate", "scenario_options.warmup_until_stable",
-     "applies to the single-stream, offline, server and multi-stream scenarios"),
+     "applies to the single-stream, offline, server, multi-stream and input-pipeline scenarios"),
     ({"qps": -1}, "server", "scenario_options.qps", "> 0"),
     ({"qps": float("nan")}, "server", "scenario_options.qps", "> 0"),
     ({"qps": True}, "server", "scenario_options.qps", "> 0"),
@@ -178,21 +194,21 @@ def test_streams_must_be_served_in_whole_batches_and_load_scenarios_need_inferen
         RunSpec(scenario="multi-stream", batch=3).validate()
     assert info.value.field == "batch"
     with pytest.raises(SpecError, match="does not divide") as info:
-        RunSpec(scenario="multi-stream", batch=4, scenario_options=ScenarioOptions(streams=6)).validate()
+        RunSpec(scenario="multi-stream", batch=4, scenario_options=dict(streams=6)).validate()
     assert info.value.field == "scenario_options.streams"
     with pytest.raises(SpecError, match="measures inference"):
-        RunSpec(scenario="server", mode="training", scenario_options=ScenarioOptions(qps=5)).validate()
+        RunSpec(scenario="server", mode="training", scenario_options=dict(qps=5)).validate()
     with pytest.raises(SpecError, match="concurrency > 1"):
-        RunSpec(scenario="offline", mode="training", scenario_options=ScenarioOptions(concurrency=2)).validate()
+        RunSpec(scenario="offline", mode="training", scenario_options=dict(concurrency=2)).validate()
     RunSpec(scenario="offline", mode="training").validate()  # one thread of training steps is fine
     with pytest.raises(SpecError, match="either iterations or samples_per_query"):
-        RunSpec(scenario="offline", iterations=5, scenario_options=ScenarioOptions(samples_per_query=8)).validate()
+        RunSpec(scenario="offline", iterations=5, scenario_options=dict(samples_per_query=8)).validate()
 
 
 def test_scenario_options_round_trip_and_reject_unknown_keys():
-    spec = RunSpec(scenario="server", scenario_options=ScenarioOptions(qps=12.5, latency_bound_ms=9)).validate()
+    spec = RunSpec(scenario="server", scenario_options=dict(qps=12.5, latency_bound_ms=9)).validate()
     assert RunSpec.from_dict(spec.to_dict()) == spec
-    assert RunSpec.from_dict({"scenario_options": None}).scenario_options == ScenarioOptions()
+    assert RunSpec.from_dict({"scenario_options": None}).scenario_options == SingleStreamOptions()
     with pytest.raises(SpecError, match="scenario_options.rate: unknown field"):
         RunSpec.from_dict({"scenario_options": {"rate": 5}})
     assert {"offline", "server", "multi-stream"} <= set(scenarios.names())
@@ -202,7 +218,7 @@ def test_scenario_options_round_trip_and_reject_unknown_keys():
 @pytest.mark.parametrize(("argv", "words"), [
     (["--scenario", "single-stream", "--qps", "5"],
      "--qps: scenario single-stream does not use it; it applies to the server and multi-stream scenarios"),
-    (["--scenario", "server", "--qps", "0"], "--qps: a rate in queries per second, > 0"),
+    (["--scenario", "server", "--qps", "0"], "--qps: must be a number > 0 and ≤ 1,000,000 queries/s"),
     (["--scenario", "server", "--find-peak"], "--latency-bound-ms: find_peak searches"),
     (["--scenario", "offline", "--concurrency", "0"], "--concurrency: must be a whole number from 1"),
     (["--scenario", "multi-stream", "--streams", "0"], "--streams: must be a whole number from 1"),
@@ -230,10 +246,10 @@ def test_warmup_keeps_only_the_latest_latencies(monkeypatch):
 def test_server_max_queries_and_iterations_end_the_arrivals_early():
     model = sleeper(lambda t: 0.0005)
     capped = RunSpec(scenario="server", warmup_s=0.0, duration_s=5.0,
-                     scenario_options=ScenarioOptions(qps=400, max_queries=20))
+                     scenario_options=dict(qps=400, max_queries=20))
     started = time.perf_counter()
     result = server.run(model, capped, lambda e: None, lambda: False)
     assert result["issued"] == result["completed"] == 20 and time.perf_counter() - started < 1.5
     assert result["measured_s"] < 1.0
-    exact = RunSpec(scenario="server", warmup_s=0.0, iterations=15, scenario_options=ScenarioOptions(qps=400))
+    exact = RunSpec(scenario="server", warmup_s=0.0, iterations=15, scenario_options=dict(qps=400))
     assert server.run(model, exact, lambda e: None, lambda: False)["completed"] == 15

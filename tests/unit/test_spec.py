@@ -26,7 +26,7 @@ def test_defaults_validate_and_round_trip_through_json():
         ({"duration_s": -1}, "duration_s", "> 0"),
         ({"duration_s": float("nan")}, "duration_s", "> 0"),
         ({"iterations": 0}, "iterations", "from 1"),
-        ({"warmup_s": -0.5}, "warmup_s", "from 0 to 3600"),
+        ({"warmup_s": -0.5}, "warmup_s", "≥ 0 and ≤ 3,600 s"),
         ({"threads": 0}, "threads", "from 1"),
         ({"scenario": "burst"}, "scenario", "single-stream"),
         ({"limits": RunLimits(stall_timeout_s=0)}, "limits.stall_timeout_s", "> 0"),
@@ -64,9 +64,11 @@ def test_label_is_short_and_readable():
         ({"mode": "training", "engine": "onnxruntime"}, "mode", "--engine torch"),
         ({"inputs": {"x": [1, 0, 3]}}, "inputs.x", "whole numbers ≥ 1"),
         ({"input_values": {"rate": "fast"}}, "input_values.rate", "must be a number"),
-        ({"torch": {"compile": "turbo"}}, "torch.compile", "reduce-overhead"),
-        ({"ort": {"provider": "CUDA"}}, "ort.provider", "not an execution provider name"),
-        ({"ort": {"graph_optimization": "max"}}, "ort.graph_optimization", "extended"),
+        ({"engine_options": {"torch": {"compile": "turbo"}}}, "torch.compile", "reduce-overhead"),
+        ({"engine_options": {"onnxruntime": {"provider": "CUDA"}}}, "onnxruntime.provider",
+         "not an execution provider name"),
+        ({"engine_options": {"onnxruntime": {"graph_optimization": "max"}}}, "onnxruntime.graph_optimization",
+         "extended"),
     ],
 )
 def test_model_files_and_engine_options_are_checked(change, field, words):
@@ -85,9 +87,31 @@ def test_a_model_file_must_match_its_engine(tmp_path):
 
 
 def test_nested_options_round_trip_and_unknown_nested_keys_are_named():
-    spec = RunSpec.from_dict({"model": "mlp", "torch": {"channels_last": True, "compile": "default"},
-                              "ort": {"allow_fallback": True}, "generation": {"output_tokens": 8}})
+    spec = RunSpec.from_dict({"model": "mlp", "engine_options": {"torch": {"channels_last": True, "compile": "default"},
+                                                                 "onnxruntime": {"allow_fallback": True}},
+                              "generation": {"output_tokens": 8}})
     assert RunSpec.from_dict(spec.to_dict()) == spec
+    assert spec.options_for("onnxruntime").allow_fallback and spec.options_for("torch").channels_last
     with pytest.raises(SpecError) as info:
-        RunSpec.from_dict({"ort": {"providr": "x"}})
-    assert info.value.field == "ort.providr"
+        RunSpec.from_dict({"engine_options": {"onnxruntime": {"providr": "x"}}})
+    assert info.value.field == "onnxruntime.providr"
+    with pytest.raises(SpecError) as info:
+        RunSpec.from_dict({"engine_options": {"tensorflow": {}}})
+    assert info.value.field == "engine_options.tensorflow"
+
+
+def test_a_version_1_spec_from_an_older_history_is_read():
+    """Runs stored before spec version 2 kept engine options under "torch"/"ort" and one flat scenario block."""
+    old = {"version": 1, "model": "mlp", "scenario": "server", "torch": {"channels_last": True, "compile": None},
+           "ort": {"provider": None, "provider_options": {}, "graph_optimization": "basic", "inter_op_threads": None,
+                   "execution_mode": "sequential", "allow_fallback": False, "opset": 17},
+           "scenario_options": {"qps": 40.0, "latency_bound_ms": None, "find_peak": False, "concurrency": None,
+                                "streams": None, "samples_per_query": None, "max_queries": None,
+                                "warmup_until_stable": False, "warmup_cap_s": None}}
+    spec = RunSpec.from_dict(old).validate()
+    assert spec.version == 2
+    assert spec.options_for("onnxruntime").graph_optimization == "basic"
+    assert spec.options_for("onnxruntime").opset == 17
+    assert spec.options_for("torch").channels_last
+    assert spec.scenario_options.qps == 40.0
+    assert "concurrency" not in spec.to_dict()["scenario_options"]  # offline's option, left at its default

@@ -1,10 +1,9 @@
-"""Telemetry foundation: psutil source, registry, and the sampler process (shared clock, rate, lifetime)."""
+"""Telemetry foundation: the registry, and the sampler process (shared clock, rate, lifetime, CPU cost)."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -26,13 +25,8 @@ from console.telemetry import (
     sampler_main,
     validate_rate,
 )
-from console.telemetry.psutil_source import PsutilSource
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _by_metric(rows):
-    return {r[2]: r for r in rows}
 
 
 def _wait_gone(pid: int, timeout: float) -> bool:
@@ -45,104 +39,6 @@ def _wait_gone(pid: int, timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-@pytest.fixture
-def source():
-    src = PsutilSource()
-    src.open()
-    yield src
-    src.close()
-
-
-# ---- PsutilSource
-
-
-def test_psutil_metrics_and_units(source):
-    infos = {m.name: m for m in source.metrics()}
-    assert infos["cpu.util"].unit == "%"
-    assert infos["mem.used"].unit == "GiB" and infos["mem.total"].unit == "GiB"
-    assert infos["worker.rss"].unit == "GiB" and infos["worker.cpu"].unit == "%"
-    assert all(m.method == "measured" for m in infos.values())
-    assert source.available() == (True, "")
-    # what this machine lacks is named with a reason, never reported as 0
-    assert all(isinstance(why, str) and why for why in source.unavailable_metrics().values())
-    assert not set(source.unavailable_metrics()) & set(infos)
-
-    time.sleep(0.05)
-    t = time.perf_counter_ns()
-    rows = source.sample(t)
-    for r in rows:
-        assert len(r) == 6
-        assert r[0] == t and r[1] == "psutil" and r[5] == "measured"
-        assert r[4] == infos[r[2]].unit
-        assert isinstance(r[3], float)
-    got = _by_metric(rows)
-    assert "worker.rss" not in got and "worker.cpu" not in got  # nothing watched
-    assert 0 < got["mem.used"][3] <= got["mem.total"][3]
-    assert abs(got["mem.total"][3] - psutil.virtual_memory().total / 2**30) < 1e-6
-
-
-def test_psutil_per_core_count_and_range(source):
-    ncpu = psutil.cpu_count()
-    cores = [m.name for m in source.metrics() if re.fullmatch(r"cpu\d+\.util", m.name)]
-    assert cores == [f"cpu{i}.util" for i in range(ncpu)]
-    for _ in range(3):
-        time.sleep(0.05)
-        rows = source.sample(time.perf_counter_ns())
-        utils = [r for r in rows if re.fullmatch(r"cpu\d*\.util", r[2])]
-        assert len(utils) == ncpu + 1
-        assert all(0.0 <= r[3] <= 100.0 for r in utils)
-
-
-def test_psutil_watch_self(source):
-    source.watch_pid(os.getpid())
-    time.sleep(0.05)
-    got = _by_metric(source.sample(time.perf_counter_ns()))
-    rss = psutil.Process().memory_info().rss / 2**30
-    assert got["worker.rss"][3] == pytest.approx(rss, rel=0.5)
-    assert got["worker.cpu"][3] >= 0.0
-    source.watch_pid(None)
-    assert "worker.rss" not in _by_metric(source.sample(time.perf_counter_ns()))
-
-
-def test_psutil_watched_child_disappears(source):
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        source.watch_pid(child.pid)
-        time.sleep(0.05)
-        got = _by_metric(source.sample(time.perf_counter_ns()))
-        assert got["worker.rss"][3] > 0 and "worker.cpu" in got
-        child.kill()
-        child.wait(5)
-        for _ in range(2):  # no exception, and it stays gone
-            time.sleep(0.05)  # CPU % needs a clock tick (10 ms) to pass between readings
-            got = _by_metric(source.sample(time.perf_counter_ns()))
-            assert "worker.rss" not in got and "worker.cpu" not in got
-            assert "cpu.util" in got
-    finally:
-        child.kill()
-        child.wait(5)
-
-
-def test_psutil_unreaped_child_is_gone_too(source):
-    """A worker that exited but is not yet reaped by its parent (a zombie) is not reported."""
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    try:
-        source.watch_pid(child.pid)
-        deadline = time.monotonic() + 10
-        while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert "worker.rss" not in _by_metric(source.sample(time.perf_counter_ns()))
-    finally:
-        child.wait(5)
-
-
-def test_psutil_watch_missing_pid(source):
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait(5)
-    source.watch_pid(child.pid)  # already gone: no exception, nothing reported
-    assert "worker.rss" not in _by_metric(source.sample(time.perf_counter_ns()))
 
 
 # ---- registry

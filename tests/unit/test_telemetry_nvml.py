@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from console.telemetry.catalog import undeclared
 from console.telemetry.nvml_source import THROTTLE_BITS, NvmlSource, decode_throttle
 
 MS = 1_000_000
@@ -173,6 +174,7 @@ def test_full_driver_reports_every_metric_per_gpu(fake):
                              ("pcie.tx", "MB/s"), ("pcie.rx", "MB/s"), ("worker.mem", "GiB")]:
             assert infos[f"{g}.{metric}"].unit == unit, metric
     assert all(i.method == "measured" for i in infos.values())
+    assert undeclared(NvmlSource, list(infos.values())) == []  # every metric has its metadata
     assert "average" in infos["gpu0.power.avg"].description and "1 s" in infos["gpu0.power.avg"].description
     assert "counter" in infos["gpu0.energy"].description
     assert infos["gpu0.temp"].period_s == 1.0 and infos["gpu0.power.avg"].period_s is None

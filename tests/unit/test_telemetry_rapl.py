@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from console.telemetry.catalog import undeclared
 from console.telemetry.rapl_source import RaplSource
 
 MS = 1_000_000
@@ -58,6 +59,7 @@ def test_nested_domains_are_never_double_counted(tmp_path):
     total = next(m for m in src.metrics() if m.name == "rapl.energy")
     assert "package-0+package-1+dram-0+dram-1" in total.description and "psys" in total.description
     assert all(m.method == "measured" for m in src.metrics())
+    assert undeclared(RaplSource, src.metrics()) == []  # every metric has its metadata
 
     # 100 ms later: package-0 +10 J, package-1 +20 J, dram-0 +3 J, dram-1 +4 J; core/psys/mmio ignored
     t0 = src._last_t

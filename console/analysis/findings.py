@@ -1,0 +1,44 @@
+"""What a measurement alone cannot say, added to a finished run's summary from this host's machine card.
+
+Why here, once: the verdict (for a profiled run), the decoder's bandwidth utilization (generate), and storage
+reads beside their ceiling are judged the same way whether the run came from the window, `run` or `analyze`, and
+are stored with the run, so the history, the summary card and a report all read the same finding. The card is
+read from the history, never measured here (a summary must not start a measurement); without one, each block
+says what it could not judge and why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from console.analysis import bottleneck, decoder
+from console.analysis.storage import storage_block
+
+
+def add_findings(summary: dict[str, Any], spec: dict[str, Any], profile: dict[str, Any] | None,
+                 ops: list[dict[str, Any]], card: dict[str, Any] | None) -> dict[str, Any]:
+    """Set summary["bottleneck"], ["decoder"] (via decoder.annotate), ["storage"] and ["machine_card"]."""
+    summary["machine_card"] = ({"card_id": card.get("card_id"), "host": card.get("host"),
+                                "measured_at": card.get("measured_at")} if card else None)
+    if ops:
+        summary["bottleneck"] = bottleneck.diagnose({
+            "spec": spec, "summary": summary, "ops": ops, "profile": dict(profile or {}), "machine": card,
+            "counters": (profile or {}).get("counters")})
+    if spec.get("scenario") == "generate":
+        decoder.annotate(summary, card)
+    storage = storage_block(summary, card)
+    if storage is not None:
+        summary["storage"] = storage
+    return summary
+
+
+def card_of_this_host(db_path: Any, target: str) -> dict[str, Any] | None:
+    """This host's newest stored card for `target` (a short read of the history), None when there is none."""
+    from console.analysis.storage import stored_card
+    from console.history import HistoryError, open_reader
+
+    try:
+        with open_reader(db_path) as store:
+            return stored_card(store, target)
+    except HistoryError:
+        return None

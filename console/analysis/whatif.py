@@ -1,0 +1,215 @@
+"""What-if: project a profiled run onto another machine card, or onto another thread count on this one.
+
+Why per op and per term: a run is not one number to scale. Each op is held back by one roof (compute above the
+ridge, memory below it, the cache when its data fits there), so each op's time scales with the ratio of the
+roof that binds it; dispatch (tiny ops, time outside ops) scales with the engines' call floors; time waiting for
+input scales with storage; host↔device copies with the transfer bandwidth. The projection says which ratio it
+applied to what (`method`), and never claims to beat a roof: a scaled op time is floored at what the target's
+roof allows for its FLOPs or bytes.
+
+Threads (same card, `threads_from` → `threads_to`): compute and cache-resident ops speed up by the measured
+per-thread scaling where the caller or the card gives it (`thread_scaling`), else ideally (× threads_to /
+threads_from); memory-bound ops likewise, but capped by the card's measured bandwidth; tiny ops and time outside
+ops do not scale with threads (dispatch is serial). Pure functions over plain dicts; Qt-free.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from console.analysis import roofline
+
+TINY_CALL_FACTOR = 3.0  # as the verdict: an op within 3 call floors per call is dispatch, not work
+DEFAULT_CALL_FLOOR_US = 10.0
+WAIT_KEYS = ("wait_fraction", "data_wait_fraction", "input_wait_fraction")
+TERMS = ("compute", "memory", "cache", "other", "overhead", "outside_ops", "transfer", "input")
+
+
+# ---- Public API
+def project(ops: list[dict[str, Any]], profile: dict[str, Any], summary: dict[str, Any] | None,
+            from_card: dict[str, Any], to_card: dict[str, Any], precision: str = "fp32",
+            threads_from: int | None = None, threads_to: int | None = None,
+            thread_scaling: dict[str, float] | None = None, gpu: bool | None = None) -> dict[str, Any]:
+    """{latency_ms, throughput_per_s, ratio, terms: {term: {from_ms, to_ms, scale, ops}}, method, notes}.
+
+    `ops`/`profile`/`summary` are the run's OP rows, profile event and summary; latency is the summary's
+    measured p50 (else mean, else the profile's wall time per iteration), scaled by the projected ÷ profiled
+    time per iteration, so the profiler's own overhead cancels out.
+    """
+    iterations = max(1, int(profile.get("iterations") or 1))
+    engine = str(profile.get("engine") or "torch")
+    source, target = roofline.roofs(from_card, precision), roofline.roofs(to_card, precision)
+    gpu = (from_card.get("target", "cpu") != "cpu") if gpu is None else gpu
+    speedup, scaling_text = _thread_speedup(threads_from, threads_to, thread_scaling, to_card)
+    floor_from, floor_to = _floor(from_card, engine), _floor(to_card, engine)
+    compute_ratio = source["peak_flops"] / target["peak_flops"]
+    memory_ratio = source["bandwidth_bytes_s"] / target["bandwidth_bytes_s"]
+    llc = source["llc_bytes"]
+    terms = {name: {"from_ms": 0.0, "to_ms": 0.0, "scale": None, "ops": []} for name in TERMS}
+    notes: list[str] = [n for n in (source.get("note"), target.get("note")) if n]
+
+    for op in roofline.annotate(ops, from_card, precision):
+        seconds = (_num(op.get("time_s")) or 0.0) / iterations
+        calls = max(1, int(op.get("calls") or 1))
+        per_call = (_num(op.get("time_s")) or 0.0) / calls
+        flops = (_num(op.get("flops")) or 0.0) / iterations
+        moved = (_num(op.get("bytes")) or 0.0) / iterations
+        per_call_bytes = (_num(op.get("bytes")) or 0.0) / calls
+        name = str(op.get("op", ""))
+        if gpu and _is_copy(name):
+            term, scale = "transfer", _transfer_ratio(from_card, to_card, notes)
+            projected = seconds * scale
+        elif per_call <= TINY_CALL_FACTOR * floor_from * 1e-6:
+            term, scale = "overhead", floor_to / floor_from
+            projected = seconds * scale
+        elif op.get("bound") == "compute":
+            term, scale = "compute", compute_ratio / speedup["compute"]
+            projected = max(seconds * scale, _floor_at_roof(flops / target["peak_flops"], seconds * compute_ratio,
+                                                             name, notes))
+        elif op.get("bound") == "memory" and llc is not None and per_call_bytes <= llc:
+            term, scale = "cache", compute_ratio / speedup["compute"]  # cache bandwidth grows with cores
+            projected = seconds * scale
+        elif op.get("bound") == "memory":
+            term, scale = "memory", memory_ratio / speedup["memory"]
+            projected = max(seconds * scale, _floor_at_roof(moved / target["bandwidth_bytes_s"],
+                                                             seconds * memory_ratio, name, notes))
+        else:
+            term, scale = "other", compute_ratio / speedup["compute"]
+            projected = seconds * scale
+        entry = terms[term]
+        entry["from_ms"] += seconds * 1e3
+        entry["to_ms"] += projected * 1e3
+        entry["scale"] = scale
+        entry["ops"].append(name)
+
+    wall = _num(profile.get("wall_s"))
+    op_time = _num(profile.get("op_time_s")) or sum(_num(op.get("time_s")) or 0.0 for op in ops)
+    outside = max(0.0, (wall or op_time) - op_time) / iterations
+    terms["outside_ops"].update(from_ms=outside * 1e3, to_ms=outside * 1e3 * floor_to / floor_from,
+                                scale=floor_to / floor_from)
+    profiled_ms = sum(t["from_ms"] for t in terms.values())
+    projected_ms = sum(t["to_ms"] for t in terms.values())
+    if profiled_ms <= 0:
+        raise ValueError("the profile has no op time to project: analyse the run again (labconsole analyze)")
+
+    measured = _measured_latency_ms(summary, wall, iterations)
+    wait = _wait_fraction(summary)
+    storage = _storage_ratio(from_card, to_card, notes) if wait else 1.0
+    model_ms = measured * (1.0 - wait)
+    input_ms = measured * wait
+    latency = model_ms * projected_ms / profiled_ms + input_ms * storage
+    terms["input"].update(from_ms=input_ms, to_ms=input_ms * storage, scale=storage)
+    ratio = latency / measured
+    throughput = _num((summary or {}).get("throughput_per_s"))
+    batch = int((summary or {}).get("batch") or 1)
+    projected_throughput = throughput / ratio if throughput else batch * 1e3 / latency
+    for entry in terms.values():
+        entry["from_ms"], entry["to_ms"] = round(entry["from_ms"], 6), round(entry["to_ms"], 6)
+    return {"latency_ms": latency, "throughput_per_s": projected_throughput, "ratio": ratio,
+            "measured_latency_ms": measured, "terms": {k: v for k, v in terms.items() if v["from_ms"] or v["ops"]},
+            "method": _method(from_card, to_card, precision, scaling_text, wait), "notes": notes}
+
+
+def error(projected: dict[str, Any], measured_latency_ms: float) -> float:
+    """Relative error of a projection against the latency measured on the target: (projected − measured) ÷ measured."""
+    return (projected["latency_ms"] - measured_latency_ms) / measured_latency_ms
+
+
+# ---- Private API
+def _floor_at_roof(at_roof: float, unthreaded: float, name: str, notes: list[str]) -> float:
+    """The fastest the target's roof allows, unless the op already beat that roof: then the roof (measured on a
+    busy machine, or with other kernels) is too low to trust, and the op is only held to its unthreaded time."""
+    if at_roof <= unthreaded:
+        return at_roof
+    notes.append(f"{name} ran faster than the card's roof allows: that roof is not used to cap it")
+    return unthreaded
+
+
+def _thread_speedup(threads_from: int | None, threads_to: int | None, measured: dict[str, float] | None,
+                    card: dict[str, Any]) -> tuple[dict[str, float], str]:
+    if not threads_from or not threads_to or threads_from == threads_to:
+        return {"compute": 1.0, "memory": 1.0}, "same threads"
+    if measured:
+        return ({"compute": float(measured["compute"]), "memory": float(measured.get("memory", measured["compute"]))},
+                f"threads {threads_from}→{threads_to}: measured scaling ×{measured['compute']:.3g} compute, "
+                f"×{measured.get('memory', measured['compute']):.3g} memory")
+    table = card.get("thread_scaling") or {}
+    found = {kind: _table_ratio(table.get(kind), threads_from, threads_to) for kind in ("compute", "memory")}
+    if found["compute"]:
+        found["memory"] = found["memory"] or found["compute"]
+        return ({k: float(v) for k, v in found.items()},
+                f"threads {threads_from}→{threads_to}: the card's measured per-thread scaling ×{found['compute']:.3g} "
+                f"compute, ×{found['memory']:.3g} memory")
+    ideal = threads_to / threads_from
+    return ({"compute": ideal, "memory": ideal},
+            f"threads {threads_from}→{threads_to}: no measured per-thread scaling, so ideal ×{ideal:.3g}, capped by "
+            "the card's measured roofs (FLOP/s and bandwidth of the whole machine)")
+
+
+def _table_ratio(table: dict[str, float] | None, a: int, b: int) -> float | None:
+    """{"1": rate, "2": rate} (rates measured at each thread count) → rate(b) ÷ rate(a)."""
+    if not table:
+        return None
+    low, high = _num(table.get(str(a), table.get(a))), _num(table.get(str(b), table.get(b)))
+    return high / low if low and high else None
+
+
+def _floor(card: dict[str, Any], engine: str) -> float:
+    return _num((card.get("call_floor_us") or {}).get(engine)) or DEFAULT_CALL_FLOOR_US
+
+
+def _transfer_ratio(from_card: dict[str, Any], to_card: dict[str, Any], notes: list[str]) -> float:
+    a, b = (_num((c.get("h2d_gbs") or {}).get("pinned")) for c in (from_card, to_card))
+    if a and b:
+        return a / b
+    notes.append("host↔device bandwidth missing on a card: transfer time kept as measured")
+    return 1.0
+
+
+def _storage_ratio(from_card: dict[str, Any], to_card: dict[str, Any], notes: list[str]) -> float:
+    a, b = _num(from_card.get("storage_read_gbs")), _num(to_card.get("storage_read_gbs"))
+    if a and b:
+        return a / b
+    notes.append("storage read throughput missing on a card: input wait kept as measured")
+    return 1.0
+
+
+def _measured_latency_ms(summary: dict[str, Any] | None, wall: float | None, iterations: int) -> float:
+    block = (summary or {}).get("latency_ms") or {}
+    for key in ("p50", "mean"):
+        if _num(block.get(key)):
+            return float(block[key])
+    if wall:
+        return 1e3 * wall / iterations
+    raise ValueError("no measured latency in the summary and no wall time in the profile: nothing to project")
+
+
+def _wait_fraction(summary: dict[str, Any] | None) -> float:
+    block = (summary or {}).get("scenario") or {}
+    wait = next((_num(block.get(k)) for k in WAIT_KEYS if _num(block.get(k)) is not None), 0.0)
+    return min(1.0, max(0.0, wait or 0.0))
+
+
+def _is_copy(name: str) -> bool:
+    lowered = name.lower()
+    return "memcpy" in lowered or lowered in ("aten::copy_", "aten::_to_copy", "aten::to")
+
+
+def _method(from_card: dict[str, Any], to_card: dict[str, Any], precision: str, scaling: str, wait: float) -> str:
+    where = (f"{from_card.get('host', '?')}/{from_card.get('target', '?')} → "
+             f"{to_card.get('host', '?')}/{to_card.get('target', '?')}")
+    text = (f"{where}, {precision}: each op's time × the ratio of the roof that binds it on the source card "
+            "(compute: peak FLOP/s; memory: measured bandwidth; cache-resident: peak FLOP/s, as cache bandwidth "
+            "grows with cores), floored at what the target's roof allows; ops within 3 call floors per call and "
+            "time outside ops × the engines' call-floor ratio; copies × the pinned host→device ratio; "
+            f"{scaling}; latency = measured p50 × projected ÷ profiled time per iteration")
+    if wait:
+        text += f"; input wait ({wait:.0%} of the time) × the storage read ratio"
+    return text
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)

@@ -1,0 +1,173 @@
+"""`labconsole analyze`: a run (the same options as `run`), then the engine's own profile taken apart from the
+timed measurement: the op table, the roofs of this machine's card, the verdict, and a Chrome trace."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import signal
+import sys
+from typing import Any
+
+from console.cli.common import (
+    EXIT_CANCELLED,
+    EXIT_FAILED,
+    EXIT_OK,
+    add_spec_options,
+    db_path,
+    emit_json,
+    fail,
+    fmt,
+    open_writer,
+    option_problem,
+    spec_values,
+    wants_json,
+)
+
+NAME = "analyze"
+HELP = "run a model, then profile it apart: op table, roofs, verdict, Chrome trace"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from console.analysis.profile_view import PROFILE_ITERATIONS
+    from engines.spec import spec_fields
+
+    add_spec_options(parser, spec_fields(), defaults={"profile_iterations": PROFILE_ITERATIONS})
+    parser.add_argument("--trace", metavar="FILE", default=None,
+                        help="also write the Chrome trace here (open it in Perfetto or chrome://tracing)")
+    parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
+
+
+def main(args: argparse.Namespace) -> int:
+    from console.cli.run_cmd import _run_report
+    from console.session import RunSession
+    from console.specs import SpecError, build_spec
+    from engines.spec import spec_fields
+
+    try:
+        spec = build_spec(spec_values(args, spec_fields()))
+    except SpecError as exc:
+        return fail(option_problem(exc))
+    # The card first (measured once per host and target when none is stored), so the verdict stored with the run
+    # is judged against it, as the report below is.
+    card, card_note = _machine_card(spec.target, args)
+    writer = open_writer(args)
+    if writer is None:
+        return EXIT_FAILED
+    as_json = wants_json(args)
+    session = RunSession(spec, writer, listener=None if as_json else _print_phase,
+                         telemetry_hz=None if args.no_telemetry else 10.0)
+    previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
+    try:
+        session.start()
+        record = session.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        writer.close()
+    report = _run_report(record, spec)
+    report.update(_analysis(record, spec, card, card_note))
+    if args.trace:
+        report["trace_file"] = _copy_trace(report["profile"], args.trace)
+    if as_json:
+        emit_json(report)
+    else:
+        _print_analysis(report)
+    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+
+
+# ---- Private API
+def _analysis(record: dict[str, Any], spec, card: dict[str, Any] | None, card_note: str) -> dict[str, Any]:
+    """ops (with efficiency and bound where a machine card gives roofs), profile, machine, bottleneck (the one
+    stored with the run)."""
+    from console.analysis import profile_view
+
+    profile = record.get("profile")
+    notes = list((profile or {}).get("notes") or []) + ([card_note] if card_note else [])
+    verdict = None
+    if record["status"] == "completed":
+        verdict = (record.get("summary") or {}).get("bottleneck") or profile_view.verdict(record, card)
+    return {"ops": profile_view.annotated_ops(record.get("ops") or [], card, spec.precision),
+            "profile": {**profile, "notes": notes} if profile else None, "machine": card,
+            "bottleneck": verdict}
+
+
+def _machine_card(target: str, args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
+    """This host's card for the target (console.machine): the stored one, else measured now and stored (once per
+    host and target; `labconsole machine --refresh` measures again). The note says why there is none."""
+    from console.machine import card_for, stored_card
+
+    try:
+        if stored_card(target, db_path(args)) is None:
+            print(f"  … measuring the machine card of {target} (once; kept in the history)", file=sys.stderr,
+                  flush=True)
+        return card_for(target, db=db_path(args)), ""
+    except Exception as exc:  # noqa: BLE001 — a worker's error comes back as is; the op table stands without roofs
+        return None, f"no machine card ({type(exc).__name__}: {exc}): ops shown without roofs"
+
+
+def _copy_trace(profile: dict[str, Any] | None, destination: str) -> str | None:
+    source = (profile or {}).get("trace_path")
+    if not source:
+        print("labconsole: warning: no Chrome trace was recorded, --trace not written", file=sys.stderr)
+        return None
+    try:
+        shutil.copyfile(source, destination)
+    except OSError as exc:
+        print(f"labconsole: warning: could not write the trace to {destination}: {exc}", file=sys.stderr)
+        return None
+    return destination
+
+
+def _print_phase(event: dict[str, Any]) -> None:
+    if event["type"] == "phase":
+        print(f"  … {event['phase']}", file=sys.stderr, flush=True)
+
+
+COLUMNS = (  # header, key, formatter
+    ("op", "op", str), ("calls", "calls", str), ("share %", "share", lambda v: fmt(v * 100)),
+    ("time ms", "time_s", lambda v: fmt(v * 1e3)), ("GFLOP", "flops", lambda v: fmt(v / 1e9)),
+    ("MB", "bytes", lambda v: fmt(v / 1e6)), ("FLOP/B", "intensity", fmt),
+    ("GFLOP/s", "achieved_flops_s", lambda v: fmt(v / 1e9)), ("GB/s", "achieved_bytes_s", lambda v: fmt(v / 1e9)),
+    ("eff %", "efficiency", lambda v: fmt(v * 100)), ("bound", "bound", str),
+)
+
+
+def op_table_lines(ops: list[dict[str, Any]]) -> list[str]:
+    """The op table as aligned text lines, one header line then one line per op."""
+    cells = [[header for header, _, _ in COLUMNS]]
+    for op in ops:
+        cells.append([fmt(None) if op.get(key) is None else show(op[key]) for _, key, show in COLUMNS])
+    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
+    return ["  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
+            for row in cells]
+
+
+def _print_analysis(report: dict[str, Any]) -> None:
+    from console.cli.run_cmd import _print_run
+
+    _print_run(report)
+    profile = report.get("profile")
+    if not profile:
+        print("  no profile: the run ended before its profiling phase")
+        return
+    print(f"\n  profile: {profile['iterations']} iterations in {fmt(profile['wall_s'])} s, "
+          f"{fmt(profile['op_time_s'])} s inside ops ({profile['engine']})")
+    if report["ops"]:
+        for line in op_table_lines(report["ops"]):
+            print(f"  {line}")
+    for note in profile.get("notes") or []:
+        print(f"  note: {note}")
+    counters = profile.get("counters")
+    if counters and counters.get("available"):
+        print(f"  counters: IPC {fmt(counters.get('ipc'))}, LLC miss rate {fmt(counters.get('llc_miss_rate'))} "
+              f"({counters.get('method')})")
+    elif counters:
+        print(f"  counters: {counters.get('reason')}")
+    verdict = report.get("bottleneck")
+    if verdict:
+        print(f"\n  verdict: {verdict['sentence']}")
+        if verdict["recommendation"] not in verdict["sentence"]:
+            print(f"  {verdict['recommendation']}")
+    if profile.get("trace_path"):
+        print(f"  trace: {profile['trace_path']}" + (f" (copied to {report['trace_file']})"
+                                                      if report.get("trace_file") else ""))

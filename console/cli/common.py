@@ -1,0 +1,112 @@
+"""What the commands share: exit codes, JSON output, errors, the history, and the spec options as flags."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from console import paths
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+
+
+def emit_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def fail(problem: str) -> int:
+    """A bad option: say which and why, exit 2."""
+    print(f"labconsole: error: {problem}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def error(problem: Any) -> int:
+    """A failure that is not the user's typing (history unusable …): exit 1."""
+    print(f"labconsole: error: {problem}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def wants_json(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "json", False))
+
+
+def db_path(args: argparse.Namespace):
+    return paths.history_db(getattr(args, "db", None))
+
+
+def open_writer(args: argparse.Namespace):
+    """The history writer, or None after printing why it cannot be opened."""
+    from console.history import HistoryError, HistoryWriter
+
+    try:
+        return HistoryWriter.open(db_path(args))
+    except HistoryError as exc:
+        error(exc)
+        return None
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}g}"
+
+
+def add_spec_options(parser: argparse.ArgumentParser, fields: Iterable[Any],
+                     defaults: Mapping[str, Any] | None = None) -> None:
+    """One flag per spec option (engines.spec.spec_fields): dest is the option's path, None = not given.
+
+    Choices are checked by the spec, not by argparse, so the message says what is allowed in the spec's words.
+    """
+    defaults = defaults or {}
+    groups: dict[str, Any] = {}
+    for fld in fields:
+        title = _group_title(fld.path)
+        if title not in groups:
+            groups[title] = parser.add_argument_group(title) if title else parser
+        shown = defaults.get(fld.path, fld.default)
+        help_text = fld.help
+        if shown not in (None, False, {}, [], "") and "default" not in help_text:
+            help_text += f" (default {shown})"
+        kwargs: dict[str, Any] = {"dest": fld.path, "default": defaults.get(fld.path), "help": help_text}
+        if fld.kind == "bool":
+            kwargs["action"] = "store_true"
+        elif fld.kind == "pairs":
+            kwargs.update(action="append", metavar=fld.metavar or "NAME=VALUE")
+        else:
+            kwargs.update(type={"int": int, "float": float}.get(fld.kind, str),
+                          metavar=fld.metavar or _METAVARS.get(fld.kind) or fld.name.upper())
+        groups[title].add_argument(fld.flag, **kwargs)
+
+
+_METAVARS = {"int": "N", "float": "X", "str": "TEXT"}
+
+
+def _group_title(path: str) -> str:
+    """Options of a plug-in are grouped under its name in --help; the spec's own fields stay on top."""
+    from engines import backends
+
+    head, _, rest = path.partition(".")
+    if not rest:
+        return ""
+    if head in backends.names():
+        return f"{backends.info(head).label} options"
+    return {"scenario_options": "scenario options", "generation": "generate scenario",
+            "limits": "worker limits"}.get(head, head)
+
+
+def spec_values(args: argparse.Namespace, fields: Iterable[Any]) -> dict[str, Any]:
+    """The flat option values the user gave (None and unset flags are left to the spec's defaults)."""
+    given = vars(args)
+    return {fld.path: given.get(fld.path) for fld in fields
+            if given.get(fld.path) is not None and given.get(fld.path) is not False}
+
+
+def option_problem(exc: Exception) -> str:
+    """A SpecError in the words the user typed: the flag, then what is wrong."""
+    from console.specs import flag_for
+
+    field = getattr(exc, "field", "")
+    detail = getattr(exc, "detail", str(exc))
+    return f"{flag_for(field)}: {detail}" if field else detail

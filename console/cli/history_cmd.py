@@ -1,0 +1,72 @@
+"""`labconsole history`: stored runs, newest first (reads only: the history is never written here)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fail, fmt, wants_json
+
+NAME = "history"
+HELP = "list stored runs, newest first"
+
+
+FILTERS = ("model", "engine", "target", "precision", "tag", "since", "until")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", type=int, default=50)
+    for name in FILTERS:
+        metavar = "DATE" if name in ("since", "until") else name.upper()
+        parser.add_argument(f"--{name}", metavar=metavar,
+                            help="started on or after DATE (ISO, e.g. 2026-11-01)" if name == "since" else
+                            "started before DATE" if name == "until" else f"only runs with this {name}")
+    validity = parser.add_mutually_exclusive_group()
+    validity.add_argument("--valid", dest="valid", action="store_const", const=True, help="only valid runs")
+    validity.add_argument("--invalid", dest="valid", action="store_const", const=False, help="only invalid runs")
+
+
+def main(args: argparse.Namespace) -> int:
+    from console.history import HistoryError, open_reader
+
+    if args.limit < 1:
+        return fail(f"--limit: must be ≥ 1, got {args.limit}")
+    if not db_path(args).exists():  # nothing run yet: an empty list, and the history is not created by reading
+        if wants_json(args):
+            emit_json([])
+        else:
+            print(f"no runs yet (no history at {db_path(args)})")
+        return EXIT_OK
+    try:
+        with open_reader(db_path(args)) as store:
+            runs = store.list_runs(limit=args.limit, valid=args.valid,
+                                   **{name: getattr(args, name) for name in FILTERS})
+    except HistoryError as exc:
+        error(exc)
+        return EXIT_FAILED
+    rows = [_row(r) for r in runs]
+    if wants_json(args):
+        emit_json(rows)
+    else:
+        print(f"{'run':8}  {'started (UTC)':19}  {'status':11}  {'model':8} {'engine':6} {'target':7} "
+              f"{'scenario':13} {'p50 ms':>8}  {'samples/s':>10}  valid")
+        for r in rows:
+            valid = {True: "VALID", False: "INVALID"}.get(r["valid"], "—")
+            print(f"{r['run_id'][:8]}  {r['started_at'][:19]:19}  {r['status']:11}  {r['model']:8} {r['engine']:6} "
+                  f"{r['target']:7} {r['scenario']['name']:13} {fmt(r['latency_ms']['p50']):>8}  "
+                  f"{fmt(r['throughput_per_s'], 4):>10}  {valid}")
+    return EXIT_OK
+
+
+def _row(run: dict[str, Any]) -> dict[str, Any]:
+    """One run as `history --json` lists it: identity, headline figures, validity and the scenario block."""
+    summary = run["summary"] or {}
+    spec = run.get("spec") or {}
+    return {"run_id": run["run_id"], "started_at": run["started_at"], "status": run["status"], "name": run["name"],
+            "model": run["model"], "engine": run["engine"], "target": run["target"], "batch": run["batch"],
+            "precision": spec.get("precision", "fp32"),
+            "latency_ms": {"p50": (summary.get("latency_ms") or {}).get("p50")},
+            "throughput_per_s": summary.get("throughput_per_s"), "valid": summary.get("valid"),
+            "scenario": {"name": spec.get("scenario", "single-stream"), **(summary.get("scenario") or {})},
+            "sweep_id": run.get("sweep_id"), "error": run["error"], "fingerprint": run.get("fingerprint"),
+            "tags": run.get("tags") or [], "note": run.get("note"), "hostname": run.get("hostname")}

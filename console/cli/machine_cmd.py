@@ -1,0 +1,82 @@
+"""`labconsole machine`: this host's measured ceilings for a target (its machine card), from the history unless
+--refresh; --json prints the card."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from console.cli.common import EXIT_OK, emit_json, error, fail, wants_json
+
+NAME = "machine"
+HELP = "measured ceilings of a target: peak FLOP/s, memory and storage bandwidth, per-call floors"
+DESCRIPTION = ("The machine card of a target: peak FLOP/s per precision (large GEMMs), memory bandwidth (a streaming "
+               "kernel over ≥ 4× the last-level cache), each engine's per-call floor, cache sizes, storage sequential "
+               "read of a directory (cold page cache where the OS allows), and on GPUs host↔device bandwidth. Each "
+               "ceiling is the median of --repeats measurements with its spread. The newest stored card of this host "
+               "is shown unless --refresh; measuring takes about a minute.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default="cpu", metavar="T", help="cpu, cuda or cuda:N (default cpu)")
+    parser.add_argument("--refresh", action="store_true", help="measure now instead of showing the stored card")
+    parser.add_argument("--storage", default=None, metavar="DIR",
+                        help="directory whose sequential read to measure (default: the console's data directory)")
+    parser.add_argument("--repeats", type=int, default=5, metavar="N", help="measurements per ceiling (default 5)")
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes: checks the machinery in seconds, but the figures are not ceilings")
+
+
+def main(args: argparse.Namespace) -> int:
+    from console.history import HistoryError
+    from console.machine import MachineError, card_for
+
+    if args.repeats < 1:
+        return fail(f"--repeats must be at least 1, got {args.repeats}")
+    progress = _progress if sys.stderr.isatty() else None
+    try:
+        card = card_for(args.target, refresh=args.refresh, storage_dir=args.storage, db=getattr(args, "db", None),
+                        repeats=args.repeats, quick=args.quick, on_progress=progress)
+    except MachineError as exc:
+        return fail(str(exc))
+    except HistoryError as exc:
+        return error(exc)
+    except Exception as exc:  # noqa: BLE001 — the worker died or timed out: say so, exit 1
+        return error(f"measuring the machine card failed: {type(exc).__name__}: {exc}")
+    finally:
+        if progress is not None:
+            print(file=sys.stderr)
+    if wants_json(args):
+        emit_json(card)
+    else:
+        print("\n".join(card_lines(card)))
+    return EXIT_OK
+
+
+def card_lines(card: dict[str, Any]) -> list[str]:
+    """The card as a table: ceiling, value, spread; the method on the line below; then what is missing."""
+    from console.machine_table import ceiling_rows
+
+    quick = "  [quick sizes: not ceilings]" if card.get("quick") else ""
+    lines = [f"{card.get('target')} — {card.get('device_name')} on {card.get('host')}, measured "
+             f"{card.get('measured_at')}, {card.get('repeats', '?')} repeats{quick}", "",
+             f"{'ceiling':30} {'value':22} spread (min – max, cv, n)"]
+    missing = []
+    for row in ceiling_rows(card):
+        if row["value"] is None:
+            if row["reason"]:  # a row this target has no business measuring (fp16 on a CPU) is left out
+                missing.append(f"  {row['label']}: {row['reason']}")
+            continue
+        lines.append(f"{row['label']:30} {row['text']:22} {row['spread']}")
+        if row["method"]:
+            lines.append(f"{'':31}{row['method']}")
+        if row["reason"]:
+            lines.append(f"{'':31}note: {row['reason']}")
+    if missing:
+        lines += ["", "not available:", *missing]
+    return lines
+
+
+def _progress(text: str) -> None:
+    print(f"\r\033[Kmeasuring: {text}", end="", file=sys.stderr, flush=True)

@@ -1,0 +1,55 @@
+"""`labconsole make-data`: a directory of deterministic sample files for the input-pipeline scenario."""
+
+from __future__ import annotations
+
+import argparse
+
+from console.cli.common import EXIT_OK, emit_json, fail, wants_json
+
+NAME = "make-data"
+HELP = "write deterministic sample files (one sample of a model's input each) for --scenario input-pipeline"
+USES_HISTORY = False
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dir", required=True, metavar="DIR", help="where to write the files (created if missing)")
+    parser.add_argument("--model", default=None, metavar="NAME", help="catalog model whose first input the "
+                                                                      "samples fit (see labconsole models)")
+    parser.add_argument("--shape", default=None, metavar="SHAPE", help="instead of --model: one sample's shape, "
+                                                                       "batch excluded (e.g. 3x224x224)")
+    parser.add_argument("--dtype", default="float32", help="with --shape: the samples' dtype (default float32)")
+    parser.add_argument("--count", type=int, default=256, metavar="N", help="how many files (default 256)")
+    parser.add_argument("--format", default="npy", choices=("npy", "f32", "bin"),
+                        help="npy (numpy.save), f32 (raw float32) or bin (raw, the input's dtype); default npy")
+    parser.add_argument("--seed", type=int, default=0, help="content seed (default 0)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def main(args: argparse.Namespace) -> int:
+    from engines.datafiles import DataError, InputLayout, layout_for_catalog
+    from engines.inputs import InputError, parse_shape
+    from engines.sample_writer import write_samples
+
+    if (args.model is None) == (args.shape is None):
+        return fail("give either --model NAME (a catalog model) or --shape SHAPE (one sample, batch excluded)")
+    if args.count < 1:
+        return fail(f"--count: must be ≥ 1, got {args.count}")
+    try:
+        layout = (layout_for_catalog(args.model) if args.model else
+                  InputLayout("input", tuple(parse_shape(args.shape)), args.dtype))
+        layout.host_dtype  # noqa: B018 — an unknown --dtype is refused before anything is written
+    except (DataError, InputError) as exc:
+        return fail(str(exc))
+    except TypeError as exc:
+        return fail(f"--dtype {args.dtype!r}: not a numpy dtype ({exc}); use float32, float16, int64 …")
+    try:
+        written = write_samples(args.dir, layout, args.count, args.format, args.seed)
+    except OSError as exc:
+        return fail(f"--dir {args.dir}: cannot write there ({exc.strerror or exc}); choose a writable directory")
+    if wants_json(args):
+        emit_json(written)
+    else:
+        shape = "x".join(map(str, written["input"]["sample_shape"]))
+        print(f"wrote {written['files']} {written['format']} files ({written['bytes'] / 1e6:.1f} MB, "
+              f"{written['input']['name']} {shape} {written['input']['dtype']}) to {written['dir']}")
+    return EXIT_OK

@@ -1,0 +1,62 @@
+"""`labconsole regressions`: step changes in every configuration's series; exit status 1 when one is found."""
+
+from __future__ import annotations
+
+import argparse
+
+from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fail, fmt, wants_json
+
+NAME = "regressions"
+HELP = "find step changes (slow-downs) in each configuration's series of runs; exit 1 when one is found"
+DESCRIPTION = ("A series is the completed, valid runs of one configuration (same model, engine, target, precision, "
+               "batch, scenario, host), oldest first; each run contributes its median latency. A change point is "
+               "reported when a permutation test on Mann-Whitney U over every split gives p < --alpha AND the "
+               "medians before and after differ by at least --threshold.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--since", metavar="DATE", help="only steps whose first slow run started on or after DATE")
+    parser.add_argument("--threshold", default="5%", help="smallest change reported (default 5%%; 0.05 works too)")
+    parser.add_argument("--alpha", type=float, default=0.01, help="significance of the permutation test")
+    parser.add_argument("--improvements", action="store_true", help="also list steps that made it faster")
+
+
+def main(args: argparse.Namespace) -> int:
+    from console.analysis.regressions import find
+    from console.history import HistoryError, open_reader
+
+    threshold = _fraction(args.threshold)
+    if threshold is None:
+        return fail(f"--threshold: a percentage or a fraction below 1 (5% or 0.05), got {args.threshold!r}")
+    if not 0 < args.alpha < 1:
+        return fail(f"--alpha: must be between 0 and 1, got {args.alpha}")
+    if not db_path(args).exists():
+        found = []
+    else:
+        try:
+            with open_reader(db_path(args)) as store:
+                found = find(store, since=args.since, threshold=threshold, alpha=args.alpha,
+                             include_improvements=args.improvements)
+        except HistoryError as exc:
+            error(exc)
+            return EXIT_FAILED
+    if wants_json(args):
+        emit_json(found)
+    elif not found:
+        print(f"no step change of {threshold:.0%} or more (p < {args.alpha}) in any configuration")
+    for item in found if not wants_json(args) else []:
+        config = item["configuration"] or {}
+        label = " · ".join(str(config.get(k)) for k in ("model", "engine", "target", "precision", "batch", "host"))
+        print(f"{item['direction'].upper():7} {label}\n        median {fmt(item['before'])} → {fmt(item['after'])} ms  "
+              f"ratio {item['ratio']:.3f} (95% CI {item['ci95'][0]:.3f}–{item['ci95'][1]:.3f}, p = "
+              f"{item['p_value']:.2g})\n        last good {item['last_good_run'][:8]}, first bad "
+              f"{item['first_bad_run'][:8]} ({(item['first_bad_at'] or '')[:19]})")
+    return EXIT_FAILED if any(item["direction"] == "slower" for item in found) else EXIT_OK
+
+
+def _fraction(text: str) -> float | None:
+    try:
+        value = float(text[:-1]) / 100 if text.strip().endswith("%") else float(text)
+    except ValueError:
+        return None
+    return value if 0 < value < 1 else None

@@ -1,0 +1,219 @@
+"""`labconsole run`: one run, measured in a worker, stored in the history; the flags come from the spec."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any
+
+from console.cli.common import (
+    EXIT_CANCELLED,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_spec_options,
+    emit_json,
+    fail,
+    fmt,
+    open_writer,
+    option_problem,
+    spec_values,
+    wants_json,
+)
+
+NAME = "run"
+HELP = "run a model once and store the run"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from engines.spec import spec_fields
+
+    add_spec_options(parser, spec_fields())
+    parser.add_argument("--spec", metavar="FILE", default=None,
+                        help="run the spec in this JSON file (a RunSpec, or one run written by `labconsole export "
+                             "--format json`) instead of spec flags")
+    parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
+    cluster = parser.add_argument_group("lab cluster (needs lab-console[cluster])")
+    cluster.add_argument("--cluster", metavar="ADDRESS", default=None,
+                         help="run on a node of this Ray lab cluster (HOST:PORT of its head) instead of here")
+    cluster.add_argument("--on", metavar="LABEL=VALUE", action="append", default=None,
+                         help="only on a node with this label (repeatable; `labconsole cluster` lists them; "
+                              "node=ID picks one node). Without it: any node that has the target and engine")
+    cluster.add_argument("--schedule-timeout", metavar="S", type=float, default=60.0,
+                         help="fail when no node starts the run within S seconds (default 60)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from console.session import RunSession
+    from console.specs import SpecError, build_spec
+    from engines.spec import spec_fields
+
+    if args.spec is not None:
+        spec = _spec_from_file(args, spec_fields())
+        if spec is None:
+            return EXIT_USAGE
+    else:
+        try:
+            spec = build_spec(spec_values(args, spec_fields()))
+        except SpecError as exc:
+            return fail(option_problem(exc))
+    remote = None
+    if args.cluster is not None or args.on:
+        remote = _remote(args)
+        if isinstance(remote, int):
+            return remote
+    writer = open_writer(args)
+    if writer is None:
+        return EXIT_FAILED
+    as_json = wants_json(args)
+    session = RunSession(spec, writer, listener=None if as_json else _print_phase,
+                         telemetry_hz=None if args.no_telemetry else 10.0, remote=remote)
+    previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
+    try:
+        session.start()
+        record = session.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        writer.close()
+    report = _run_report(record, spec)
+    if as_json:
+        emit_json(report)
+    else:
+        _print_run(report)
+    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+
+
+# ---- Private API
+def _remote(args: argparse.Namespace) -> Any:
+    """The RemoteRun factory for --cluster/--on, or an exit code after saying what is wrong."""
+    import functools
+
+    from console.cli.common import error
+    from console.cluster import ClusterError, ClusterUnavailable
+
+    if args.cluster is None:
+        return fail("--on picks a node of a cluster: give the cluster with --cluster ADDRESS")
+    try:
+        on = parse_on(args.on or [])
+    except ValueError as exc:
+        return fail(str(exc))
+    try:
+        from console.cluster.connect import connect
+        from console.cluster.dispatch import RemoteRun
+
+        connect(args.cluster)
+    except ClusterUnavailable as exc:
+        return fail(str(exc))
+    except ClusterError as exc:
+        return error(exc)
+    return functools.partial(RemoteRun, address=args.cluster, on=on, schedule_timeout_s=args.schedule_timeout)
+
+
+def parse_on(pairs: list[str]) -> dict[str, str]:
+    """--on LABEL=VALUE pairs (each may hold several, comma-separated) → {label: value}."""
+    out: dict[str, str] = {}
+    for text in pairs:
+        for pair in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip() or not value.strip():
+                raise ValueError(f"--on {pair!r}: expected LABEL=VALUE, e.g. --on accel=cpu")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _spec_from_file(args: argparse.Namespace, fields) -> Any:
+    """The spec of --spec FILE, or None after saying why; spec flags beside it are refused, not merged."""
+    from console.reproduce import SpecFileError, load_spec
+    from console.specs import flag_for
+
+    given = spec_values(args, fields)
+    if given:
+        flags = ", ".join(flag_for(path) for path in given)
+        fail(f"--spec runs the file's spec as it is; drop {flags} (or edit the file)")
+        return None
+    try:
+        return load_spec(args.spec)
+    except SpecFileError as exc:
+        fail(f"--spec {exc}")
+        return None
+
+
+def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:
+    summary = record["summary"]
+    energy = summary.get("energy")
+    return {
+        "run_id": record["run_id"], "status": record["status"], "message": record["message"],
+        "name": spec.name, "model": spec.model, "engine": spec.engine, "target": spec.target, "batch": spec.batch,
+        "precision": spec.precision, "mode": spec.mode, "iterations": summary["iterations"],
+        "duration_s": summary["duration_s"], "load_s": summary["load_s"],
+        "first_inference_ms": summary["first_inference_ms"], "throughput_per_s": summary["throughput_per_s"],
+        "latency_ms": {k: summary["latency_ms"][k] for k in ("p50", "p90", "p99", "mean", "min", "max", "ci95")},
+        "cv": summary["cv"], "valid": summary["valid"], "invalid_reasons": summary["invalid_reasons"],
+        "stable": summary["stable"], "scenario": {"name": spec.scenario, **summary["scenario"]},
+        "cold_start": summary["cold_start"], "warnings": summary.get("warnings", []),
+        "hygiene": (record.get("environment") or {}).get("hygiene"),
+        "energy": {k: energy.get(k) for k in ("joules", "joules_per_inference", "method", "source", "scope")}
+        if energy else None,
+        "telemetry": {metric: {k: v.get(k) for k in ("mean", "max", "unit", "method")}
+                      for metric, v in (summary.get("telemetry") or {}).items()},
+        "method": summary["method"],
+        "baseline": _baseline(summary.get("baseline")),
+        "details": (record.get("environment") or {}).get("engine", {}),
+        "node": _node((record.get("environment") or {}).get("node")),
+    }
+
+
+def _node(node: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Where a cluster run ran (None for a local run): the node's id, host and labels."""
+    if not node:
+        return None
+    host = node.get("host") or {}
+    return {"node_id": node.get("node_id"), "hostname": host.get("hostname"), "host_id": host.get("host_id"),
+            "labels": node.get("labels") or {}}
+
+
+def _baseline(block: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`baseline` of run --json: the verdict against the configuration's baseline, None when it has none."""
+    if not block:
+        return None
+    return {key: block.get(key) for key in ("run_id", "verdict", "ratio", "ci95", "p_value", "explanation",
+                                            "changed")}
+
+
+def _print_phase(event: dict[str, Any]) -> None:
+    if event["type"] == "node":
+        print(f"  … on node {event['host'].get('hostname')} ({str(event['node_id'])[:8]})", file=sys.stderr,
+              flush=True)
+    elif event["type"] == "phase":
+        print(f"  … {event['phase']}", file=sys.stderr, flush=True)
+
+
+def _print_run(report: dict[str, Any]) -> None:
+    lat = report["latency_ms"]
+    print(f"run {report['run_id'][:8]}  {report['status']}  {report['model']} · {report['engine']} · "
+          f"{report['target']} · batch {report['batch']}")
+    if report["message"]:
+        print(f"  {report['message']}")
+    print(f"  latency ms   p50 {fmt(lat['p50'])}   p90 {fmt(lat['p90'])}   p99 {fmt(lat['p99'])}   "
+          f"mean {fmt(lat['mean'])}")
+    print(f"  throughput   {fmt(report['throughput_per_s'], 4)} samples/s over {report['iterations']} iterations "
+          f"in {fmt(report['duration_s'])} s")
+    print(f"  model load   {fmt(report['load_s'])} s   first inference {fmt(report['first_inference_ms'])} ms")
+    energy = report.get("energy")
+    if energy and energy.get("joules") is not None:
+        print(f"  energy       {fmt(energy['joules'])} J ({energy['method']}, {energy['scope']}), "
+              f"{fmt(energy.get('joules_per_inference'))} J per inference")
+    baseline = report.get("baseline")
+    if baseline and baseline.get("verdict"):
+        low, high = baseline["ci95"]
+        relation = {"no difference": "no difference from"}.get(baseline["verdict"], f"{baseline['verdict']} than")
+        print(f"  vs baseline  {relation} {baseline['run_id'][:8]}: ratio {baseline['ratio']:.3f} "
+              f"(95% CI {low:.3f}–{high:.3f}, p = {baseline['p_value']:.2g})")
+    elif baseline:
+        print(f"  vs baseline  {baseline['explanation']}")
+    for warning in report["warnings"]:
+        print(f"  warning: {warning}")
+    print(f"  {'VALID' if report['valid'] else 'INVALID'}" + ("" if report["valid"] else ":"))
+    for reason in report["invalid_reasons"]:
+        print(f"    - {reason['detail']}. Fix: {reason['fix']}")

@@ -1,0 +1,220 @@
+"""`labconsole sweep`: a grid of runs as one sweep, every point checked first; the knee of the curve.
+
+The axes (batch, threads, precision, engine, target, request rate) take comma-separated values; every other run
+option is the same flag as for `labconsole run`, built into the points by the one spec builder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any
+
+from console.cli.common import (
+    EXIT_CANCELLED,
+    EXIT_FAILED,
+    EXIT_OK,
+    add_spec_options,
+    emit_json,
+    fail,
+    fmt,
+    open_writer,
+    option_problem,
+    spec_values,
+    wants_json,
+)
+
+NAME = "sweep"
+HELP = "run a grid of configurations as one sweep; find the knee"
+DESCRIPTION = ("Each axis takes comma-separated values; every combination is one stored run. Every point is "
+               "checked before anything runs. Other options are those of `labconsole run`.")
+AXIS_HELP = {"batch": ("N,N,…", "batch sizes, e.g. 1,2,4,8"),
+             "threads": ("N,N,…", "intra-op thread counts, e.g. 1,2"),
+             "precision": ("P,P,…", "e.g. fp32,bf16 (default fp32)"),
+             "engine": ("E,E,…", "e.g. torch,onnxruntime (default torch)"),
+             "target": ("T,T,…", "e.g. cpu,cuda:0 (default cpu)"),
+             "qps": ("R,R,…", "request rates (queries/s) for the server scenario, e.g. 10,20,40"),
+             "on": ("LABEL=V,…", "lab nodes to sweep over, one node label each (needs --cluster), e.g. "
+                                 "accel=h200,accel=cpu; every point is recorded under its node's host")}
+AXIS_PATHS = {"qps": "scenario_options.qps"}  # an axis → the spec option it replaces
+SWEEP_DEFAULTS = {"duration_s": 2.0, "warmup_s": 0.5}  # short points: a sweep has many
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from console.sweep import AXIS_OPTIONS
+
+    for axis, flag in AXIS_OPTIONS.items():
+        metavar, text = AXIS_HELP.get(axis, ("V,V,…", f"values of {axis}"))
+        parser.add_argument(flag, dest=f"axis.{axis}", default=None, metavar=metavar, help=text)
+    add_spec_options(parser, _base_fields(), defaults=SWEEP_DEFAULTS)
+    parser.add_argument("--skip-impossible", action="store_true",
+                        help="run the points that can run and list the others (default: refuse the sweep)")
+    parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the runs")
+    cluster = parser.add_argument_group("lab cluster (needs lab-console[cluster])")
+    cluster.add_argument("--cluster", metavar="ADDRESS", default=None,
+                         help="run the points on the nodes of this Ray lab cluster (HOST:PORT of its head); "
+                              "without --on, each on any node that has the target")
+    cluster.add_argument("--schedule-timeout", metavar="S", type=float, default=60.0,
+                         help="a point fails when no node starts it within S seconds (default 60)")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Every point checked first, then run one at a time; Ctrl+C stops after the point."""
+    from console.specs import SpecError, spec_data
+    from console.sweep import AXIS_OPTIONS, SweepError, SweepGrid, SweepRun, knee_text, report
+    from console.targets import discover_targets
+
+    axes = {axis: getattr(args, f"axis.{axis}") for axis in AXIS_OPTIONS}
+    values = spec_values(args, _base_fields())
+    if axes.get("qps") and "scenario" not in values:
+        values["scenario"] = "server"
+    try:
+        grid = SweepGrid.parse(**axes)
+        base = spec_data(values)
+    except SweepError as exc:
+        return fail(_sweep_problem(exc))
+    except SpecError as exc:
+        return fail(option_problem(exc))
+    base.setdefault("scenario", "single-stream")
+    remote_for = None
+    if args.cluster is not None or grid.on:
+        remote_for = _remote_for(args)
+        if isinstance(remote_for, int):
+            return remote_for
+    writer = open_writer(args)
+    if writer is None:
+        return EXIT_FAILED
+    interrupts: list[int] = []
+    try:
+        try:
+            sweep = SweepRun(base, grid, writer, name=values.get("name", ""), on_point=_print_sweep_progress,
+                             targets=None if remote_for else discover_targets(),  # nodes check their own
+                             strict=not args.skip_impossible, remote_for=remote_for,
+                             session_options={"telemetry_hz": None if args.no_telemetry else 10.0})
+        except SweepError as exc:
+            return fail(_sweep_problem(exc))
+
+        def on_interrupt(*_: Any) -> None:
+            interrupts.append(1)
+            sweep.stop(now=len(interrupts) > 1)
+            print("  … stopping " + ("now" if len(interrupts) > 1 else
+                                      "after this point (Ctrl+C again to stop the current run too)"),
+                  file=sys.stderr, flush=True)
+
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            record = sweep.run()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    finally:
+        writer.close()
+    if wants_json(args):
+        emit_json(report(record))
+    else:
+        _print_sweep(record, knee_text(record["knee"], record["knee_axis"]))
+    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+
+
+# ---- Private API
+def _remote_for(args: argparse.Namespace) -> Any:
+    """point → the RemoteRun factory of its node (the point's `on` label, else any node), or an exit code after
+    saying what is wrong (no --cluster, no Ray, no token, nothing at the address)."""
+    import functools
+
+    from console.cli.common import error
+    from console.cli.run_cmd import parse_on
+    from console.cluster import ClusterError, ClusterUnavailable
+
+    if args.cluster is None:
+        return fail("--on sweeps over the nodes of a lab cluster: give the cluster with --cluster ADDRESS")
+    try:
+        from console.cluster.connect import connect
+        from console.cluster.dispatch import RemoteRun
+
+        connect(args.cluster)
+    except ClusterUnavailable as exc:
+        return fail(str(exc))
+    except ClusterError as exc:
+        return error(exc)
+
+    def remote_for(point: dict[str, Any]) -> Any:
+        on = parse_on([point["on"]]) if point.get("on") else None
+        return functools.partial(RemoteRun, address=args.cluster, on=on, schedule_timeout_s=args.schedule_timeout)
+
+    return remote_for
+
+
+def _base_fields() -> list[Any]:
+    """The run options a sweep's base takes: all but the axes."""
+    from console.sweep import AXIS_OPTIONS
+    from engines.spec import spec_fields
+
+    replaced = {AXIS_PATHS.get(axis, axis) for axis in AXIS_OPTIONS}
+    return [fld for fld in spec_fields() if fld.path not in replaced]
+
+
+def _sweep_problem(exc) -> str:
+    """The message for a refused sweep: the option at fault, or each impossible point with its reason."""
+    from console.specs import flag_for
+    from console.sweep import impossible_lines
+
+    if exc.headline:
+        hint = "\n(--skip-impossible runs the points that can run)" if "cannot run" in exc.headline else ""
+        return f"{exc.headline}:\n  " + "\n  ".join(impossible_lines(exc.impossible)) + hint
+    if not exc.axis:
+        return exc.detail
+    option = exc.axis if exc.axis.startswith("-") else flag_for(exc.axis)
+    return f"{option}: {exc.detail}"
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g} ms"
+
+
+def _print_sweep_progress(event: dict[str, Any]) -> None:
+    from console.sweep import format_rate
+
+    kind = event["type"]
+    if kind == "sweep_started":
+        skipped = len(event["impossible"])
+        print(f"sweep {event['sweep_id'][:8]}: {event['total']} points" + (f", {skipped} impossible ones skipped"
+                                                                           if skipped else ""),
+              file=sys.stderr, flush=True)
+    elif kind == "point_started":
+        print(f"  [{event['index'] + 1}/{event['total']}] {event['label'] or 'the point'} …", file=sys.stderr,
+              flush=True)
+    elif kind == "point_finished":
+        r = event["result"]
+        lat = r["latency_ms"]
+        line = (f"  [{event['index'] + 1}/{event['total']}] {r['label'] or 'the point'}: {r['status']}")
+        if r["status"] == "completed":
+            line += (f"  p50 {_ms(lat['p50'])}  p99 {_ms(lat['p99'])}  "
+                     f"{format_rate(r['throughput_per_s'])} samples/s")
+        elif r["message"]:
+            line += f" — {r['message']}"
+        print(line, file=sys.stderr, flush=True)
+
+
+def _print_sweep(record: dict[str, Any], knee_line: str) -> None:
+    from console.sweep import format_rate
+
+    points = record["points"]
+    width = max([len("point")] + [len(p["label"]) for p in points + record.get("skipped", [])])
+    hosts = len({p.get("hostname") for p in points if p.get("hostname")}) > 1 or "on" in record["grid"]
+    print(f"sweep {record['sweep_id'][:8]}  {record['status']}  {record['name']}".rstrip())
+    print(f"  {'point':{width}}  {'status':10} {'p50 ms':>9} {'p99 ms':>9} {'samples/s':>11}  run"
+          + ("       host" if hosts else ""))
+    for p in points:
+        lat = p["latency_ms"]
+        print(f"  {p['label']:{width}}  {p['status']:10} {fmt(lat['p50']):>9} {fmt(lat['p99']):>9} "
+              f"{format_rate(p['throughput_per_s']):>11}  {(p['run_id'] or '')[:8]}"
+              + (f"{' ' * (8 - len((p['run_id'] or '')[:8]))}  {p.get('hostname') or '—'}" if hosts else ""))
+    for p in record.get("skipped", []):
+        print(f"  {p['label']:{width}}  {'skipped':10} {'':>9} {'':>9} {'':>11}  {p['reason']}")
+    failed = [p for p in points if p["status"] == "failed"]
+    for p in failed:
+        print(f"  {p['label']} failed: {p['message']}")
+    if any(p["status"] == "completed" and p["latency_ms"]["p99"] is None for p in points):
+        print("  — : percentile withheld, too few samples back it (a longer --duration gives more)")
+    print(f"  {knee_line}")

@@ -1,0 +1,146 @@
+"""`labconsole whatif RUN`: project an analysed run onto another machine card, or another thread count.
+
+The card is another host's (from the history: `labconsole machine` kept it there) or typed-in ceilings on top of
+the run's own card. Every projection states its method; when the history holds a measured run of the same
+configuration on the target, the projection's error against it is reported too (a projection is never shown as
+a measurement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+from typing import Any
+
+from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fail, fmt, wants_json
+
+NAME = "whatif"
+HELP = "project an analysed run onto another machine's card or another thread count"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", metavar="RUN", help="an analysed run (labconsole analyze): id or unique prefix")
+    parser.add_argument("--onto", metavar="HOST[/TARGET]", help="the newest stored card of another host")
+    parser.add_argument("--peak-gflops", type=float, metavar="X", help="typed-in peak of the run's precision (GFLOP/s)")
+    parser.add_argument("--bandwidth-gbs", type=float, metavar="X", help="typed-in memory bandwidth (GB/s)")
+    parser.add_argument("--call-floor-us", type=float, metavar="X", help="typed-in per-call floor of the engine (µs)")
+    parser.add_argument("--threads", type=int, metavar="N", help="project onto N intra-op threads")
+
+
+def main(args: argparse.Namespace) -> int:
+    from console.history import HistoryError, open_reader
+
+    try:
+        with open_reader(db_path(args)) as store:
+            run = store.get_run(args.run)
+            if run is None:
+                return fail(f"RUN: no run {args.run!r} in the history (`labconsole history` lists them)")
+            ops = store.ops(run["run_id"])
+            profile = (run.get("summary") or {}).get("profile")
+            if not ops or not profile:
+                return fail(f"RUN: run {run['run_id'][:8]} has no profile; analyse it first: `labconsole analyze` "
+                            "with the same options")
+            host = store.hostname_of(run)
+            own = store.machine_cards(hostname=host, target=run["target"], latest_only=True)
+            if not own:
+                return fail(f"no machine card of {host} / {run['target']} in the history: run `labconsole machine "
+                            f"--target {run['target']}` on {host} first")
+            target_card, problem = _target_card(store, own[0], args)
+            if problem:
+                return fail(problem)
+            report = _project(store, run, ops, profile, own[0], target_card, args)
+    except HistoryError as exc:
+        error(exc)
+        return EXIT_FAILED
+    if wants_json(args):
+        emit_json(report)
+    else:
+        _print(report)
+    return EXIT_OK
+
+
+# ---- Private API
+def _target_card(store, own: dict[str, Any], args) -> tuple[dict[str, Any] | None, str]:
+    typed = {"peak_gflops": args.peak_gflops, "bandwidth_gbs": args.bandwidth_gbs, "call_floor_us": args.call_floor_us}
+    for name, value in typed.items():
+        if value is not None and not value > 0:
+            return None, f"--{name.replace('_', '-')}: must be > 0, got {value:g}"
+    if args.threads is not None and args.threads < 1:
+        return None, f"--threads: must be ≥ 1, got {args.threads}"
+    card = own
+    if args.onto:
+        host, _, target = args.onto.partition("/")
+        found = store.machine_cards(hostname=host, target=target or own.get("target"), latest_only=True)
+        if not found:
+            hosts = sorted({f"{c.get('host')}/{c.get('target')}" for c in store.machine_cards(latest_only=True)})
+            return None, f"--onto: no card of {args.onto} in the history; cards kept: {', '.join(hosts) or 'none'}"
+        card = found[0]
+    if any(v is not None for v in typed.values()):
+        card = copy.deepcopy(card)
+        card["host"] = f"{card.get('host')} with typed-in ceilings"
+        if args.peak_gflops is not None:
+            card["peak_flops"] = {p: args.peak_gflops * 1e9 for p in (card.get("peak_flops") or {"fp32": 0})}
+        if args.bandwidth_gbs is not None:
+            card["memory_bandwidth_gbs"] = args.bandwidth_gbs
+        if args.call_floor_us is not None:
+            card["call_floor_us"] = {e: args.call_floor_us for e in (card.get("call_floor_us") or {"torch": 0})}
+    elif card is own and args.threads is None:
+        return None, "nothing to project onto: give --onto HOST, typed-in ceilings or --threads N"
+    return card, ""
+
+
+def _project(store, run, ops, profile, own, card, args) -> dict[str, Any]:
+    from console.analysis.whatif import error, project
+
+    spec = run.get("spec") or {}
+    threads_from = spec.get("threads") or own.get("threads")
+    projected = project(ops, profile, run.get("summary"), own, card, spec.get("precision", "fp32"),
+                        threads_from=threads_from if args.threads else None, threads_to=args.threads)
+    check = _measured_counterpart(store, run, card, args.threads or threads_from)
+    if check is not None:
+        projected["measured_run"] = check["run_id"]
+        projected["measured_latency_ms"] = check["p50"]
+        projected["error"] = error(projected, check["p50"])
+    else:
+        projected["error"] = None
+        projected["error_note"] = ("no measured run of this configuration on the target in the history to check "
+                                   "against: run it there to learn this projection's error")
+    return {"run_id": run["run_id"], "from": _card_label(own), "onto": _card_label(card),
+            "threads": {"from": threads_from, "to": args.threads}, **projected}
+
+
+def _measured_counterpart(store, run, card, threads) -> dict[str, Any] | None:
+    """A completed run of the same configuration measured on the target host (and thread count)."""
+    spec = run.get("spec") or {}
+    for other in store.list_runs(limit=500, status="completed"):
+        o = other.get("spec") or {}
+        same = all(o.get(k) == spec.get(k) for k in ("model", "engine", "precision", "batch", "scenario",
+                                                      "model_params"))
+        if (same and other["run_id"] != run["run_id"] and store.hostname_of(other) == card.get("host")
+                and (o.get("threads") or None) == (threads or None)):
+            p50 = ((other.get("summary") or {}).get("latency_ms") or {}).get("p50")
+            if p50:
+                return {"run_id": other["run_id"], "p50": p50}
+    return None
+
+
+def _card_label(card: dict[str, Any]) -> str:
+    return f"{card.get('host')} / {card.get('target')} (measured {str(card.get('measured_at', ''))[:10]})"
+
+
+def _print(report: dict[str, Any]) -> None:
+    print(f"what-if for run {report['run_id'][:8]}: {report['from']} → {report['onto']}")
+    if report["threads"]["to"]:
+        print(f"  threads {report['threads']['from']} → {report['threads']['to']}")
+    print(f"  projected p50 {fmt(report.get('latency_ms'))} ms, {fmt(report.get('throughput_per_s'), 4)} samples/s "
+          f"(× {fmt(report.get('ratio'))} of the time) — a projection, not a measurement")
+    for term, t in (report.get("terms") or {}).items():
+        if t.get("from_ms"):
+            print(f"    {term:12} {fmt(t['from_ms'])} ms → {fmt(t.get('to_ms'))} ms (× {fmt(t.get('scale'))})")
+    print(f"  method: {report.get('method')}")
+    if report.get("error") is not None:
+        print(f"  error against run {report['measured_run'][:8]} measured there: {report['error']:+.1%}")
+    else:
+        print(f"  error: {report['error_note']}")
+    for note in report.get("notes") or []:
+        print(f"  note: {note}")

@@ -1,0 +1,130 @@
+"""Machine cards for the console: the newest stored card of this host and target, or a fresh one measured in a
+worker (torch never enters the console) and kept in the history, where cards of other lab hosts can be compared.
+
+A stored card is reused only when it answers the question asked: the same target, full sizes unless quick ones
+were asked for, and — when a storage directory is named — measured on that directory.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from console import paths
+from console.workers import call_in_worker
+from engines.machine.devices import canonical_target
+from engines.machine.errors import MachineError
+from engines.machine.storage import check_directory
+
+MEASURE_TIMEOUT_S = 1800.0  # a slow disk and an emulated precision can take minutes; a hung worker cannot
+_DONE = None
+
+__all__ = ["card_for", "stored_card", "measure", "store_card", "latest_cards", "default_storage_dir",
+           "MachineError"]
+
+
+# ---- Public API
+def card_for(target: str = "cpu", refresh: bool = False, storage_dir: str | os.PathLike | None = None,
+             db: str | os.PathLike | None = None, *, repeats: int = 5, quick: bool = False,
+             on_progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The newest stored card for this host and `target` unless `refresh`; else measured now and stored.
+
+    Raises MachineError (a bad target or storage directory: the message says what to do) and HistoryError.
+    """
+    target = canonical_target(target)
+    if storage_dir is not None:
+        check_directory(storage_dir)  # before a worker starts: a typo fails in a moment
+    path = paths.history_db(db)
+    if not refresh:
+        card = stored_card(target, path, storage_dir=storage_dir, quick=quick)
+        if card is not None:
+            return card
+    directory = str(storage_dir) if storage_dir is not None else str(default_storage_dir())
+    card = measure(target, directory, repeats=repeats, quick=quick, on_progress=on_progress)
+    card["card_id"] = store_card(card, path)
+    return card
+
+
+def stored_card(target: str, db: str | os.PathLike | None = None, storage_dir: str | os.PathLike | None = None,
+                quick: bool = False, hostname: str | None = None) -> dict[str, Any] | None:
+    """The newest card of this host (or `hostname`) for `target` that fits the request, None when there is none."""
+    from console.history import open_reader
+
+    wanted_dir = str(Path(storage_dir).expanduser().resolve()) if storage_dir is not None else None
+    if not paths.history_db(db).is_file():
+        return None
+    with open_reader(paths.history_db(db)) as store:
+        cards = store.machine_cards(hostname=hostname or socket.gethostname(), target=canonical_target(target))
+    for card in cards:
+        if bool(card.get("quick")) != quick:
+            continue
+        if wanted_dir is not None and (card.get("storage") or {}).get("dir") != wanted_dir:
+            continue
+        return card
+    return None
+
+
+def measure(target: str = "cpu", storage_dir: str | None = None, repeats: int = 5, quick: bool = False,
+            on_progress: Callable[[str], None] | None = None,
+            timeout_s: float = MEASURE_TIMEOUT_S) -> dict[str, Any]:
+    """Measure a card in a spawned worker; `on_progress(text)` is called (on a helper thread) as it goes."""
+    args = (canonical_target(target), None if storage_dir is None else str(storage_dir), repeats, quick)
+    if on_progress is None:
+        return call_in_worker("engines.machine:measure_card", *args, timeout_s=timeout_s)
+    with multiprocessing.get_context("spawn").Manager() as manager:
+        texts = manager.Queue()
+        relay = threading.Thread(target=_relay, args=(texts, on_progress), name="machine-progress", daemon=True)
+        relay.start()
+        try:
+            return call_in_worker("engines.machine:measure_card", *args, texts.put, timeout_s=timeout_s)
+        finally:
+            texts.put(_DONE)
+            relay.join(5)
+
+
+def store_card(card: dict[str, Any], db: str | os.PathLike | None = None) -> str:
+    """Keep `card` in the history (through the writer, committed before returning); its card_id."""
+    from console.history import HistoryError, HistoryWriter
+
+    writer = HistoryWriter.open(paths.history_db(db))
+    card_id = writer.add_machine_card({k: v for k, v in card.items() if k != "card_id"})
+    if not writer.close():
+        raise writer.last_error or HistoryError("the machine card could not be stored",
+                                                "check the history database (labconsole history)",
+                                                paths.history_db(db))
+    return card_id
+
+
+def latest_cards(store: Any) -> list[dict[str, Any]]:
+    """The newest card of every (host, target) in the history, this host first, then by host and target."""
+    me = socket.gethostname()
+    cards = store.machine_cards(latest_only=True)
+    return sorted(cards, key=lambda c: (c.get("host") != me, str(c.get("host")), str(c.get("target"))))
+
+
+def default_storage_dir() -> Path:
+    """Where a card measures storage when no directory is named: the console's data directory (the history's
+    disk), created if missing."""
+    directory = paths.data_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+# ---- Private API
+def _relay(texts: Any, on_progress: Callable[[str], None]) -> None:
+    while True:
+        try:
+            text = texts.get(timeout=1.0)
+        except queue.Empty:
+            continue
+        except (EOFError, OSError):  # the manager is gone: the measurement ended
+            return
+        if text is _DONE:
+            return
+        on_progress(text)

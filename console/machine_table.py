@@ -1,0 +1,143 @@
+"""A machine card as rows of ceilings with units, spread and method: what `labconsole machine` prints and the
+Machine page shows. Qt-free, so the command line and the window say the same thing in the same words.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MISSING = "—"
+# (dotted key into the card, label, unit kind); precisions not listed here are added after fp32.
+ROWS: tuple[tuple[str, str, str], ...] = (
+    ("peak_flops.fp32", "Peak FLOP/s fp32", "flops"),
+    ("peak_flops.fp16", "Peak FLOP/s fp16", "flops"),
+    ("peak_flops.bf16", "Peak FLOP/s bf16", "flops"),
+    ("memory_bandwidth_gbs", "Memory bandwidth", "gbs"),
+    ("device_memory_bandwidth_gbs", "Device memory bandwidth", "gbs"),
+    ("h2d_gbs.pinned", "Host→device, pinned", "gbs"),
+    ("h2d_gbs.pageable", "Host→device, pageable", "gbs"),
+    ("call_floor_us.torch", "Per-call floor, torch", "us"),
+    ("call_floor_us.onnxruntime", "Per-call floor, onnxruntime", "us"),
+    ("storage_read_gbs", "Storage sequential read", "gbs"),
+    ("caches.l1d", "L1d cache (per core)", "bytes"),
+    ("caches.l2", "L2 cache", "bytes"),
+    ("caches.l3", "L3 cache (per instance)", "bytes"),
+    ("llc_bytes", "Last-level cache, total", "bytes"),
+)
+_METHOD_OF = {"caches": "caches", "llc_bytes": "caches"}
+
+
+# ---- Public API
+def row_keys(cards: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The rows to show for these cards: the fixed ones, plus any other precision a card measured."""
+    known = {key for key, _, _ in ROWS}
+    extra = sorted({f"peak_flops.{p}" for card in cards for p in (card.get("peak_flops") or {})} - known)
+    rows = list(ROWS)
+    for key in reversed(extra):
+        rows.insert(1, (key, f"Peak FLOP/s {key.split('.', 1)[1]}", "flops"))
+    return rows
+
+
+def ceiling_rows(card: dict[str, Any], keys: list[tuple[str, str, str]] | None = None) -> list[dict[str, Any]]:
+    """One row per ceiling: key, label, value, text (with unit), spread (text), method, reason (why it is missing;
+    "" for a figure the target does not have, such as fp16 on a CPU)."""
+    rows = []
+    for key, label, kind in keys or row_keys([card]):
+        value = lookup(card, key)
+        spread = (card.get("spread") or {}).get(key)
+        reason = _reason(card, key) if value is None else ""
+        text = format_value(value, kind) if value is not None else "not available"
+        if key == "storage_read_gbs" and value is not None and card.get("storage"):
+            text += f" ({card['storage'].get('state', '?')})"
+            reason = card["storage"].get("reason", "")
+        rows.append({"key": key, "label": label, "value": value, "text": text,
+                     "spread": format_spread(spread, kind), "method": _method(card, key), "reason": reason})
+    return rows
+
+
+def lookup(card: dict[str, Any], key: str) -> Any:
+    """The card's value at a dotted key ("peak_flops.fp32"), None when absent."""
+    value: Any = card
+    for part in key.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def format_value(value: float | int | None, kind: str) -> str:
+    """A ceiling with its unit at a readable scale: 41.2 GFLOP/s, 5.31 GB/s, 21.9 µs, 8 MiB."""
+    if value is None:
+        return MISSING
+    if kind == "flops":
+        return _scaled(value, "FLOP/s", ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")))
+    if kind == "gbs":
+        return _scaled(value * 1e9, "B/s", ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")))
+    if kind == "us":
+        return f"{_three(value)} µs"
+    if kind == "bytes":
+        for size, unit in ((1024 ** 3, "GiB"), (1024 ** 2, "MiB"), (1024, "KiB")):
+            if value >= size:
+                return f"{_three(value / size)} {unit}"
+        return f"{int(value)} B"
+    return _three(value)
+
+
+def format_spread(spread: dict[str, Any] | None, kind: str) -> str:
+    """"37.3–41.8 GFLOP/s, cv 5.7%, n=5" (both ends on one scale) — or "" for a figure that is not repeated."""
+    if not spread:
+        return ""
+    cv = spread.get("cv")
+    cv_text = "cv —" if cv is None else f"cv {cv * 100:.1f}%"
+    low, high = format_value(spread["min"], kind), format_value(spread["max"], kind)
+    low_number, _, low_unit = low.partition(" ")
+    if low_unit and high.endswith(f" {low_unit}"):
+        low = low_number
+    return f"{low}–{high}, {cv_text}, n={spread['n']}"
+
+
+def card_title(card: dict[str, Any]) -> str:
+    """"vm · cpu" — a card's host and target, the column heading when several are compared."""
+    return f"{card.get('host') or '?'} · {card.get('target') or '?'}"
+
+
+# ---- Private API
+def _reason(card: dict[str, Any], key: str) -> str:
+    missing = card.get("not_available") or {}
+    head = key.split(".", 1)[0]
+    return missing.get(key) or missing.get(head) or missing.get(_METHOD_OF.get(key, ""), "")
+
+
+def _method(card: dict[str, Any], key: str) -> str:
+    methods = card.get("method") or {}
+    return methods.get(key) or methods.get(_METHOD_OF.get(key.split(".", 1)[0], ""), "")
+
+
+def _scaled(value: float, unit: str, prefixes: tuple[tuple[float, str], ...]) -> str:
+    for size, prefix in prefixes:
+        if abs(value) >= size:
+            return f"{_three(value / size)} {prefix}{unit}"
+    return f"{_three(value)} {unit}"
+
+
+def _three(x: float) -> str:
+    """Three significant digits, no exponent (a figure with its spread says no more)."""
+    if x == 0:
+        return "0"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"
+
+
+def view_columns(cards: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """Cards as the Machine page's columns (title, header, cells by key) and the (key, label) rows they share."""
+    keys = row_keys(cards)
+    columns = []
+    for card in cards:
+        quick = " (quick sizes: not ceilings)" if card.get("quick") else ""
+        measured = str(card.get("measured_at") or "?").replace("T", " ").removesuffix("Z")
+        columns.append({"title": card_title(card),
+                        "header": {"device": card.get("device_name") or "?", "measured_at": measured,
+                                   "repeats": f"{card.get('repeats', '?')}{quick}"},
+                        "cells": {row["key"]: row for row in ceiling_rows(card, keys)}})
+    return columns, [(key, label) for key, label, _ in keys]

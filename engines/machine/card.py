@@ -1,0 +1,243 @@
+"""The machine card: a target's measured ceilings, each the median of `repeats` measurements with its spread.
+
+Runs in a worker (it imports torch and onnxruntime). What cannot be measured is None, with the reason under
+"not_available" — a ceiling is never guessed. Keys of "spread" and "method" are dotted paths into the card
+("peak_flops.fp32", "call_floor_us.torch", "memory_bandwidth_gbs").
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engines.machine import compute, devices, floors, memory
+from engines.machine.caches import cache_sizes
+from engines.machine.errors import MachineError, Unavailable
+from engines.machine.repeat import repeated
+from engines.machine.storage import CHUNK, StorageRead, check_directory
+
+CARD_VERSION = 1
+MIB = 1024 ** 2
+Progress = Callable[[str], object]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How large and how long each measurement is; QUICK is for tests (the machinery, not the ceilings)."""
+
+    matmul_n: dict[str, int]  # nominal GEMM size per device kind
+    matmul_probe_n: int
+    matmul_call_s: float  # the longest one GEMM call may take (sets n on slow or emulated precisions)
+    repeat_s: float  # about how long one repeat of a kernel lasts
+    stream_min_bytes: int  # per array; at least 4× the LLC on top of this
+    floor_blocks: int
+    floor_block_calls: int
+    storage_bytes: int
+    h2d_bytes: int
+    best_of: int  # batches per repeat of a kernel ceiling; the repeat keeps the fastest (see timing.py)
+
+
+FULL = Sizes({"cpu": 2048, "cuda": 8192}, 256, 0.5, 0.25, 64 * MIB, 20, 100, 256 * MIB, 256 * MIB, 3)
+QUICK = Sizes({"cpu": 256, "cuda": 1024}, 256, 0.05, 0.02, 4 * MIB, 5, 20, 4 * MIB, 8 * MIB, 1)
+
+
+# ---- Public API
+def measure_card(target: str = "cpu", storage_dir: str | None = None, repeats: int = 5, quick: bool = False,
+                 progress: Progress | None = None) -> dict[str, Any]:
+    """Measure every ceiling of `target` on this machine; `progress(text)` hears what is being measured."""
+    import torch
+
+    if repeats < 1:
+        raise MachineError(f"repeats must be at least 1, got {repeats}")
+    if storage_dir is not None:
+        check_directory(storage_dir)  # a bad directory fails before minutes of measuring, not after
+    device = devices.resolve(target, torch)
+    sizes = QUICK if quick else FULL
+    card = _Card(device, repeats, quick, progress or (lambda _text: None))
+    card.data["threads"] = torch.get_num_threads() if device.kind == "cpu" else None
+    card.data["versions"] = _versions(torch)
+    _caches(card, device, torch)
+    _peak_flops(card, device, torch, sizes)
+    _memory(card, device, torch, sizes, quick)
+    _floors(card, device, torch, sizes)
+    _storage(card, storage_dir, sizes)
+    _host_to_device(card, device, torch, sizes)
+    card.say("done")
+    return card.data
+
+
+# ---- Private API
+class _Card:
+    """The card being filled in; `ceiling()` measures one figure `repeats` times or records why it cannot."""
+
+    def __init__(self, device: devices.Device, repeats: int, quick: bool, progress: Progress):
+        self.repeats, self.progress = repeats, progress
+        self.data: dict[str, Any] = {
+            "card_version": CARD_VERSION, "target": device.target, "device_name": device.name,
+            "host": socket.gethostname(), "measured_at": _utc_now(), "quick": quick, "repeats": repeats,
+            "peak_flops": {}, "memory_bandwidth_gbs": None, "call_floor_us": {}, "llc_bytes": None, "caches": {},
+            "storage_read_gbs": None, "storage": None, "h2d_gbs": None, "device_memory_bandwidth_gbs": None,
+            "spread": {}, "method": {}, "not_available": {}}
+
+    def say(self, text: str) -> None:
+        self.progress(text)
+
+    def ceiling(self, key: str, label: str, setup: Callable[[], Any], method: Callable[[Any], str]) -> float | None:
+        """Set up the measurement (may raise Unavailable), measure it `repeats` times, store value and spread."""
+        self.say(f"{label}: preparing")
+        try:
+            measurement = setup()
+            value, spread, _ = repeated(measurement.once, self.repeats,
+                                        lambda i: self.say(f"{label}: {i + 1}/{self.repeats}"))
+        except Unavailable as exc:
+            self.unavailable(key, exc.reason)
+            return None
+        self._set(key, value)
+        self.data["spread"][key] = spread
+        self.data["method"][key] = f"{method(measurement)}, median of {self.repeats}"
+        return value
+
+    def unavailable(self, key: str, reason: str) -> None:
+        self._set(key, None)
+        self.data["not_available"][key] = reason
+
+    def _set(self, key: str, value: float | None) -> None:
+        head, _, tail = key.partition(".")
+        if tail:
+            if value is not None or self.data.get(head) is not None:
+                if self.data.get(head) is None:
+                    self.data[head] = {}
+                self.data[head][tail] = value
+        else:
+            self.data[head] = value
+
+
+def _caches(card: _Card, device: devices.Device, torch: Any) -> None:
+    card.say("cache sizes")
+    if device.kind == "cuda":
+        l2 = getattr(torch.cuda.get_device_properties(device.index), "L2_cache_size", None)
+        if l2:
+            card.data.update(caches={"l2": int(l2)}, llc_bytes=int(l2))
+            card.data["method"]["caches"] = "torch.cuda.get_device_properties().L2_cache_size"
+        else:
+            card.data["not_available"]["caches"] = f"torch {torch.__version__} does not report the GPU's L2 size"
+        return
+    found = cache_sizes()
+    card.data.update(caches=found["caches"], llc_bytes=found["llc_bytes"])
+    if found["llc_instances"]:
+        card.data["llc_instances"] = found["llc_instances"]
+    if found["reason"]:
+        card.data["not_available"]["caches"] = found["reason"]
+    else:
+        card.data["method"]["caches"] = found["method"]
+
+
+def _peak_flops(card: _Card, device: devices.Device, torch: Any, sizes: Sizes) -> None:
+    threads = f", {card.data['threads']} threads" if device.kind == "cpu" else ""
+    allow_tf32 = torch.backends.cuda.matmul.allow_tf32 if device.kind == "cuda" else None
+    if device.kind == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False  # "fp32" means IEEE fp32, not TF32 tensor cores
+    try:
+        for precision, (dtype, note) in compute.precisions(device, torch).items():
+            card.ceiling(
+                f"peak_flops.{precision}", f"peak FLOP/s {precision}",
+                lambda dtype=dtype: compute.MatmulCeiling(torch, device, dtype, sizes.matmul_n[device.kind],
+                                                          sizes.matmul_probe_n, sizes.matmul_call_s, sizes.repeat_s,
+                                                          sizes.best_of),
+                lambda m, p=precision, note=note: (f"torch.matmul {m.n}×{m.n} {p}, 2·n³ FLOP per call, "
+                                                   f"best of {m.best_of} batches of {_calls(m.batch.calls)} per repeat{threads}"
+                                                   + (f" ({note})" if note else "")))
+        for precision, reason in compute.unavailable_precisions(device, torch).items():
+            card.unavailable(f"peak_flops.{precision}", reason)
+    finally:
+        if allow_tf32 is not None:
+            torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+
+
+def _memory(card: _Card, device: devices.Device, torch: Any, sizes: Sizes, quick: bool) -> None:
+    try:
+        array_bytes, why = memory.stream_array_bytes(card.data["llc_bytes"], sizes.stream_min_bytes, quick)
+    except Unavailable as exc:
+        card.unavailable("memory_bandwidth_gbs", exc.reason)
+        return
+    where = "device memory" if device.kind == "cuda" else "memory"
+    value = card.ceiling(
+        "memory_bandwidth_gbs", f"{where} bandwidth",
+        lambda: memory.StreamCeiling(torch, device, array_bytes, sizes.repeat_s, sizes.best_of),
+        lambda m: (f"torch.add(a, b, out=c) float32 on {device.target}, {why}, 12 bytes per element "
+                   f"(2 read + 1 written; write-allocate not counted), best of {m.best_of} batches of "
+                   f"{_calls(m.batch.calls)} per repeat"))
+    if device.kind == "cuda":  # the target's own memory is the device's: the same figure under its own name
+        card.data["device_memory_bandwidth_gbs"] = value
+        if value is not None:
+            card.data["spread"]["device_memory_bandwidth_gbs"] = card.data["spread"]["memory_bandwidth_gbs"]
+            card.data["method"]["device_memory_bandwidth_gbs"] = card.data["method"]["memory_bandwidth_gbs"]
+        else:
+            card.data["not_available"]["device_memory_bandwidth_gbs"] = \
+                card.data["not_available"]["memory_bandwidth_gbs"]
+    else:
+        card.data["not_available"]["device_memory_bandwidth_gbs"] = \
+            f"no GPU on this target ({device.target}): its memory is the host's, see memory_bandwidth_gbs"
+
+
+def _floors(card: _Card, device: devices.Device, torch: Any, sizes: Sizes) -> None:
+    blocks = f"fastest of {sizes.floor_blocks} blocks of {sizes.floor_block_calls} calls per repeat"
+    sync = ", synchronised" if device.kind == "cuda" else ""
+    card.ceiling("call_floor_us.torch", "torch per-call floor",
+                 lambda: floors.CallFloor(floors.torch_call(torch, device), sizes.floor_blocks,
+                                          sizes.floor_block_calls),
+                 lambda _m: f"nn.Module x + 1 on a 1-element float32 tensor on {device.target}, inference_mode"
+                            f"{sync}, {blocks}")
+    card.ceiling("call_floor_us.onnxruntime", "onnxruntime per-call floor",
+                 lambda: floors.CallFloor(floors.onnxruntime_call(device), sizes.floor_blocks,
+                                          sizes.floor_block_calls),
+                 lambda _m: f"InferenceSession.run of a one-node Add graph (1 float32) on "
+                            f"{'CUDA' if device.kind == 'cuda' else 'CPU'}ExecutionProvider, 1 intra-op thread, "
+                            f"{blocks}")
+
+
+def _storage(card: _Card, storage_dir: str | None, sizes: Sizes) -> None:
+    if storage_dir is None:
+        card.data["not_available"]["storage_read_gbs"] = "no storage directory chosen (--storage DIR)"
+        return
+    card.say(f"storage: writing a {sizes.storage_bytes // MIB} MiB test file in {storage_dir}")
+    with StorageRead(storage_dir, sizes.storage_bytes) as reader:
+        card.ceiling("storage_read_gbs", "storage read", lambda: reader,
+                     lambda r: (f"sequential read of a {r.size // MIB} MiB file in {r.directory} "
+                                f"({CHUNK // MIB} MiB reads) after fsync and posix_fadvise(DONTNEED)"))
+        card.data["storage"] = reader.description()
+
+
+def _host_to_device(card: _Card, device: devices.Device, torch: Any, sizes: Sizes) -> None:
+    if device.kind != "cuda":
+        card.data["not_available"]["h2d_gbs"] = f"no GPU on this target ({device.target})"
+        return
+    for kind, pinned in (("pinned", True), ("pageable", False)):
+        card.ceiling(f"h2d_gbs.{kind}", f"host→device {kind}",
+                     lambda pinned=pinned: memory.HostToDeviceCeiling(torch, device, sizes.h2d_bytes, pinned,
+                                                                      sizes.repeat_s, sizes.best_of),
+                     lambda m, kind=kind: (f"tensor.copy_ of {m.size // MIB} MiB from {kind} host memory to "
+                                           f"{device.target}, synchronised, best of {m.best_of} batches of "
+                                           f"{_calls(m.batch.calls)} per repeat"))
+
+
+def _calls(count: int) -> str:
+    return f"{count} call" if count == 1 else f"{count} calls"
+
+
+def _versions(torch: Any) -> dict[str, str | None]:
+    found = {"torch": str(torch.__version__)}
+    try:
+        import onnxruntime
+
+        found["onnxruntime"] = str(onnxruntime.__version__)
+    except ImportError:
+        found["onnxruntime"] = None
+    return found
+
+
+def _utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

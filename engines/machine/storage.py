@@ -1,0 +1,185 @@
+"""Sequential read throughput of a chosen directory: write a test file there, drop it from the page cache, read
+it back, delete it.
+
+"Cold" means this OS's page cache no longer held the file when the read began: the drop is
+posix_fadvise(POSIX_FADV_DONTNEED) after fsync, and where Linux offers preadv(RWF_NOWAIT) the drop is checked (a
+read that would have to wait for the disk proves the page is gone). Where the drop is impossible or did not
+take, the figure is labelled "warm" and the reason says why. In a virtual machine the host may still cache the
+disk image below this OS; the reason says so.
+
+The file is read through once, untimed, before the first repeat (fio's ramp time): right after the write the
+device, or the host below a virtual machine, is still flushing it, and a first read measured here ran 2-5x
+slower than the ones after it — the flush, not the read.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engines.machine.devices import cpu_flags
+from engines.machine.errors import MachineError
+
+MIB = 1024 ** 2
+CHUNK = 4 * MIB  # large sequential reads: the device's throughput, not the syscall rate
+MIN_FILE = 4 * MIB
+PROBE = 4096
+
+
+# ---- Public API
+def check_directory(directory: str | os.PathLike) -> Path:
+    """The directory as an absolute path, or a MachineError naming what is wrong and what to do."""
+    path = Path(directory).expanduser()
+    if not path.exists():
+        raise MachineError(f"storage directory {path} does not exist: create it, or choose another with "
+                           "--storage DIR")
+    if not path.is_dir():
+        raise MachineError(f"storage path {path} is not a directory: choose a directory with --storage DIR")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise MachineError(f"cannot write a test file in {path} (permission denied): choose a directory you can "
+                           "write to with --storage DIR")
+    return path.resolve()
+
+
+def file_size(directory: Path, wanted: int) -> int:
+    """`wanted` bytes, or less where the disk is nearly full (at most a quarter of the free space)."""
+    free = shutil.disk_usage(directory).free
+    size = min(wanted, free // 4) // MIB * MIB
+    if size < MIN_FILE:
+        raise MachineError(f"not enough free space in {directory} for a {MIN_FILE // MIB} MiB test file "
+                           f"({free // MIB} MiB free): free some space or choose another directory with "
+                           "--storage DIR")
+    return size
+
+
+class StorageRead:
+    """A test file in `directory`; `once()` drops it from the page cache and reads it through, in GB/s.
+
+    Use as a context manager: the file is deleted on the way out, whatever happened.
+    """
+
+    def __init__(self, directory: str | os.PathLike, size: int):
+        self.directory = check_directory(directory)
+        self.size = file_size(self.directory, size)
+        self.path: Path | None = None
+        self.states: list[str] = []
+        self.reasons: list[str] = []
+
+    def __enter__(self) -> StorageRead:
+        handle, name = self._create()
+        self.path = Path(name)
+        try:
+            with os.fdopen(handle, "wb", buffering=0) as out:
+                _write_incompressible(out.write, self.size)
+                os.fsync(out.fileno())
+            self._read_through()  # the ramp: see the module docstring
+        except OSError as exc:
+            self._remove()
+            raise MachineError(f"writing a {self.size // MIB} MiB test file in {self.directory} failed "
+                               f"({exc.strerror or exc}): choose another directory with --storage DIR") from exc
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._remove()
+
+    def once(self) -> float:
+        assert self.path is not None, "use StorageRead as a context manager"
+        total, elapsed, state, reason = self._read_through()
+        self.states.append(state)
+        self.reasons.append(reason)
+        if total != self.size:
+            raise MachineError(f"read {total} bytes of the {self.size}-byte test file in {self.directory}: the "
+                               "file changed while it was measured; measure again")
+        return total / elapsed / 1e9
+
+    def description(self) -> dict[str, Any]:
+        """The card's "storage" block: directory, cold or warm, bytes read per repeat, and why."""
+        cold = bool(self.states) and all(state == "cold" for state in self.states)
+        reasons = sorted(set(filter(None, self.reasons)))
+        if cold and "hypervisor" in cpu_flags():
+            reasons.append("this is a virtual machine: the host may still cache the disk image below this OS's "
+                           "page cache")
+        return {"dir": str(self.directory), "state": "cold" if cold else "warm", "bytes": self.size,
+                "reason": "; ".join(reasons)}
+
+    # ---- Private API
+    def _read_through(self) -> tuple[int, float, str, str]:
+        """Drop the file from the page cache and read it sequentially: (bytes, seconds, cold|warm, why)."""
+        view = memoryview(bytearray(CHUNK))
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            state, reason = _drop_from_cache(fd, self.size)
+            total = 0
+            start = time.perf_counter()
+            while got := os.readv(fd, [view]):
+                total += got
+            return total, time.perf_counter() - start, state, reason
+        finally:
+            os.close(fd)
+
+    def _create(self) -> tuple[int, str]:
+        try:
+            return tempfile.mkstemp(prefix=".labconsole-storage-", suffix=".bin", dir=self.directory)
+        except OSError as exc:
+            raise MachineError(f"cannot write a test file in {self.directory} ({exc.strerror or exc}): choose a "
+                               "directory you can write to with --storage DIR") from exc
+
+    def _remove(self) -> None:
+        if self.path is not None:
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+            self.path = None
+
+
+# ---- Private API
+def _write_incompressible(write: Callable[[bytes], object], size: int) -> None:
+    """Pseudo-random bytes, different in every MiB, so neither compression nor deduplication shrinks the file."""
+    rng = random.Random(0x5EED)
+    for _ in range(size // MIB):
+        write(rng.randbytes(MIB))
+
+
+def _drop_from_cache(fd: int, size: int) -> tuple[str, str]:
+    """Ask the kernel to forget the file's pages; ("cold", "") when it did (checked where possible)."""
+    fadvise = getattr(os, "posix_fadvise", None)
+    if fadvise is None:
+        return "warm", "os.posix_fadvise is not available on this OS: the file just written is read from the cache"
+    try:
+        fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except OSError as exc:
+        return "warm", f"posix_fadvise(DONTNEED) failed ({exc.strerror or exc}): the file is read from the cache"
+    cached = _still_cached(fd, size)
+    if cached is None:
+        return "cold", "page cache dropped with posix_fadvise(DONTNEED); not verified (no preadv RWF_NOWAIT here)"
+    if cached:
+        return "warm", "the page cache kept the file after posix_fadvise(DONTNEED) (this file system ignores it)"
+    fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # the check may have started read-ahead: drop that too
+    return "cold", ""
+
+
+def _still_cached(fd: int, size: int) -> bool | None:
+    """Whether pages at the start, middle and end are still in the page cache; None when it cannot be asked."""
+    flag = getattr(os, "RWF_NOWAIT", None)
+    if flag is None or not hasattr(os, "preadv"):
+        return None
+    buffer = bytearray(PROBE)
+    for offset in (0, size // 2 // PROBE * PROBE, max(0, size - PROBE)):
+        try:
+            if os.preadv(fd, [buffer], offset, flag) > 0:
+                return True
+        except BlockingIOError:
+            continue  # EAGAIN: the page is not in memory
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                return None
+            raise
+    return False

@@ -1,0 +1,57 @@
+"""A Ray test cluster on this one machine, shared by the cluster test modules: a head that takes no runs and fake
+nodes with their own labels and host names (ray.cluster_utils.Cluster), with token authentication on.
+
+Import this module before Ray: Ray reads its token settings once per process, so the token (one per process) is
+put in the environment here, at import. Nodes bind to 127.0.0.1 (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+TOKEN = os.environ.get("RAY_AUTH_TOKEN") or secrets.token_hex(16)
+_SAVED_ENV = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=TOKEN)
+MB = 1 << 20
+
+
+def node_args(accel: str, hostname: str) -> dict[str, Any]:
+    """A fake lab node: one CPU, its accel label, its own host name (LABCONSOLE_HOSTNAME) and both engines."""
+    from console.cluster.dispatch import RUN_RESOURCE
+
+    return {"num_cpus": 1, "object_store_memory": 80 * MB, "resources": {RUN_RESOURCE: 1},
+            "labels": {"labconsole/accel": accel, "labconsole/host": hostname, "labconsole/target.cpu": "yes",
+                       "labconsole/engine.torch": "yes", "labconsole/engine.onnxruntime": "yes"},
+            "env_vars": {"LABCONSOLE_HOSTNAME": hostname}}
+
+
+@contextlib.contextmanager
+def lab_cluster(temp_dir: str) -> Iterator[dict[str, Any]]:
+    """{cluster, address, nodes: {accel: node}}: nodes fake-a (host lab-a) and fake-b (lab-b); a lost node is
+    noticed in about 2 s, not 30 (the tests remove one mid-run). Shut down, and the environment restored, after."""
+    from ray.cluster_utils import Cluster
+
+    from console.cluster import connect
+
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=TOKEN)
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "object_store_memory": 80 * MB, "include_dashboard": False, "temp_dir": temp_dir,
+        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4,
+                           "health_check_timeout_ms": 500}})
+    nodes = {"fake-a": cluster.add_node(**node_args("fake-a", "lab-a")),
+             "fake-b": cluster.add_node(**node_args("fake-b", "lab-b"))}
+    cluster.wait_for_nodes()
+    try:
+        yield {"cluster": cluster, "address": cluster.address, "nodes": nodes}
+    finally:
+        connect.disconnect()
+        cluster.shutdown()
+        for key, value in _SAVED_ENV.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
