@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 PACKAGE_STAMP := $(VENV)/.installed-package
 export QT_API := pyside6
 
-.PHONY: run test lint bench setup clean package package-check smoke
+.PHONY: run test lint bench soak setup clean package package-check smoke
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -35,6 +35,10 @@ test: lint
 # Benchmarks (README "Benchmarks"): writes bench-results.json and prints a table; fails only on a decided miss.
 bench: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/benchmarks -s --timeout=900
+
+# The issue's full hour of test_window_soak (README "Benchmarks"): live-plot frames, then an hour of runs.
+soak: $(STAMP)
+	SOAK_S=3600 QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/benchmarks/test_window_soak.py -s --timeout=4500
 
 clean:
 	rm -rf $(VENV) build dist bench-results.json

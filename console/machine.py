@@ -88,12 +88,14 @@ def measure(target: str = "cpu", storage_dir: str | None = None, repeats: int = 
             relay.join(5)
 
 
-def store_card(card: dict[str, Any], db: str | os.PathLike | None = None) -> str:
-    """Keep `card` in the history (through the writer, committed before returning); its card_id."""
+def store_card(card: dict[str, Any], db: str | os.PathLike | None = None,
+               host_row: dict[str, Any] | None = None) -> str:
+    """Keep `card` in the history (through the writer, committed before returning) under this host, or under
+    `host_row`'s (a card a lab node measured); its card_id."""
     from console.history import HistoryError, HistoryWriter
 
     writer = HistoryWriter.open(paths.history_db(db))
-    card_id = writer.add_machine_card({k: v for k, v in card.items() if k != "card_id"})
+    card_id = writer.add_machine_card({k: v for k, v in card.items() if k != "card_id"}, host_row)
     if not writer.close():
         raise writer.last_error or HistoryError("the machine card could not be stored",
                                                 "check the history database (labconsole history)",

@@ -15,12 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engines import phases, protocol
+from console.oom import MemoryWatch
+from engines import phases, protocol, sandbox
 from engines.spec import RunSpec
 from engines.worker import worker_main
 
 CANCEL_GRACE_S = 3.0
 JOIN_S = 5.0
+RSS_EVERY_S = 0.25  # how often the worker's peak RSS is read while it lives (for an out-of-memory message)
 
 
 @dataclass
@@ -39,7 +41,9 @@ class WorkerRun:
 
     # ---- Public API
     def __init__(self, spec: RunSpec, on_event: Callable[[dict[str, Any]], None],
-                 on_end: Callable[[Outcome], None], entry: Callable[..., None] = worker_main):
+                 on_end: Callable[[Outcome], None], entry: Callable[..., None] = worker_main,
+                 memory: MemoryWatch | None = None):
+        """`memory`: where the OOM-kill counters are read (tests give one over a fake cgroup)."""
         self.spec = spec
         self._on_event = on_event
         self._on_end = on_end
@@ -50,8 +54,12 @@ class WorkerRun:
         self._done = threading.Event()
         self._lock = threading.Lock()
         self.pid: int | None = None
+        self._sandbox: dict[str, Any] | None = None  # the worker's sandbox (hello); its folder goes at the end
+        self._memory = memory or MemoryWatch()
+        self._rss_at = 0.0
 
     def start(self) -> None:
+        self._memory.start()
         ctx = multiprocessing.get_context("spawn")
         self._conn, child_conn = ctx.Pipe(duplex=True)
         self._process = ctx.Process(target=self._entry, args=(child_conn, self.spec.to_dict()),
@@ -95,6 +103,7 @@ class WorkerRun:
                 self._last_event = time.monotonic()
                 outcome = self._handle(event)
             if outcome is None:  # also while events flow: a worker that talks but ignores cancel
+                self._follow_memory()
                 outcome = self._check_timeouts()
         self._finish(outcome)
 
@@ -105,6 +114,8 @@ class WorkerRun:
             self._stop_process()
             return Outcome("failed", f"worker sent a malformed event ({exc}); it was stopped")
         kind = event["type"]
+        if kind == "hello" and self._sandbox is None:  # the first hello only: later events come after the load
+            self._sandbox = event.get("sandbox") or {}
         if kind == "phase":
             self._phase = event["phase"]
         self._on_event(event)
@@ -135,22 +146,34 @@ class WorkerRun:
         if now - self._last_event > quiet_limit:
             phase = phases.get(self._phase).during
             how = self._stop_process()
+            path = "limits.load_timeout_s" if self._phase in (None, "loading") else "limits.stall_timeout_s"
             return Outcome("failed", f"worker stopped responding: no event for {quiet_limit:g} s during {phase}; "
-                                     f"it was {how}. If the model is just slow, raise the time-out "
-                                     f"(limits.{'load_timeout_s' if self._phase in (None, 'loading') else 'stall_timeout_s'})",
+                                     f"it was {how}. If the model is just slow, raise the time-out: "
+                                     f"{timeout_hint(path, quiet_limit)}",
                            exitcode=self._process.exitcode)
         return None
+
+    def _follow_memory(self) -> None:
+        now = time.monotonic()
+        if now - self._rss_at >= RSS_EVERY_S:
+            self._rss_at = now
+            self._memory.follow(self.pid)
 
     def _died(self) -> Outcome:
         self._process.join(JOIN_S)
         code = self._process.exitcode
         phase = phases.get(self._phase).during
         if code is not None and code < 0:
+            out_of_memory = self._memory.diagnose(code, phase)
+            if out_of_memory:
+                return Outcome("failed", out_of_memory, exitcode=code)
             try:
                 name = signal.Signals(-code).name
             except ValueError:
                 name = f"signal {-code}"
-            return Outcome("failed", f"worker killed by {name} during {phase}", exitcode=code)
+            not_memory = " (not for memory: the kernel's OOM-kill counters did not rise)" \
+                if code == -signal.SIGKILL and self._memory.ruled_out() else ""
+            return Outcome("failed", f"worker killed by {name} during {phase}{not_memory}", exitcode=code)
         if self._cancel_at is not None:
             return Outcome("cancelled", "cancelled by the user", exitcode=code)
         return Outcome("failed", f"worker exited with code {code} during {phase} without a result", exitcode=code)
@@ -174,6 +197,7 @@ class WorkerRun:
         return "killed (SIGKILL)"
 
     def _finish(self, outcome: Outcome) -> None:
+        sandbox.remove_work_dir(self._sandbox)  # the worker is gone; its profile trace was moved out already
         try:
             self._conn.close()
         except OSError:
@@ -183,3 +207,10 @@ class WorkerRun:
             self._on_end(outcome)
         finally:
             self._done.set()
+
+
+def timeout_hint(path: str, current_s: float) -> str:
+    """How to raise a worker time-out, in the words of the surface the user has: the flag and the form's label."""
+    from console.specs import flag_for, label_for
+
+    return f"{flag_for(path)} S on the command line, or {label_for(path)} in the run form (now {current_s:g} s)"

@@ -19,7 +19,7 @@ import numpy as np
 
 from console import paths
 from console.analysis import summarize
-from console.history import HistoryWriter
+from console.history import HistoryError, HistoryWriter
 from console.runner import Outcome, WorkerRun
 from console.telemetry.hub import TelemetryHub
 from engines.spec import RunSpec
@@ -124,8 +124,12 @@ class RunSession:
         elif kind == "hello":
             self._environment["worker"] = event["versions"]
             self._environment["hygiene"] = event.get("hygiene")
+            self._environment["sandbox"] = event.get("sandbox")  # engines.sandbox: what confined the worker
         elif kind == "loaded":
             self._loaded = event
+            per_call = (event.get("details") or {}).get("samples_per_call")
+            if isinstance(per_call, int) and per_call >= 1:  # a model file's batch, read from its inputs
+                self.spec.batch = per_call
             self._environment["engine"] = {"versions": event.get("versions", {}), **event.get("details", {})}
             self._writer.set_environment(self.run_id, self._environment)
         elif kind == "profile":
@@ -191,16 +195,18 @@ class RunSession:
         t_ns = np.concatenate(self._t_chunks) if self._t_chunks else np.empty(0, dtype=np.int64)
         try:
             summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch, t_ns=t_ns,
-                                samples=self._samples, window_ns=self._measurement_window(), mode=self.spec.mode)
+                                samples=self._samples, window_ns=self._measurement_window(), mode=self.spec.mode,
+                                scenario=self.spec.scenario)
         except Exception as exc:  # noqa: BLE001 — the run must still end and be stored, with the reason
             import traceback
 
             traceback.print_exc()
-            summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch)
+            summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch,
+                                scenario=self.spec.scenario)
             summary["notes"].insert(0, f"energy/telemetry summary failed ({type(exc).__name__}: {exc}); "
                                        "latency figures are unaffected")
         hygiene = self._environment.get("hygiene") or {}
-        summary["warnings"] = list(hygiene.get("warnings") or [])
+        summary["warnings"] = list(hygiene.get("warnings") or []) + self._telemetry_death()
         summary["notes"] = summary["warnings"] + summary["notes"]
         summary["t0_ns"] = self.t0_ns
         summary["t_end_ns"] = time.perf_counter_ns()
@@ -210,20 +216,40 @@ class RunSession:
                 "engine", "iterations", "wall_s", "op_time_s", "trace_path", "counters", "notes")}
             summary["profile"]["ops"] = len(self._ops)
         self._add_findings(summary)
-        if outcome.status == "completed":
+        status, message = outcome.status, outcome.message
+        lost = storage_problem(self._writer, self.run_id, int(latency_ns.size))  # a run that lost data failed
+        if lost is not None:
+            status, message = _failed_storing(summary, lost, status, message)
+        if status == "completed":
             self._add_baseline(summary, latency_ns)
-        error = outcome.message if outcome.status != "completed" else None
+        error = message if status != "completed" else None
         if outcome.error:
             summary["traceback"] = outcome.error.get("traceback")
-        self._writer.finish_run(self.run_id, outcome.status, summary=summary, error=error,
-                                environment=self._environment)
-        self._writer.flush()
-        self._record = {"type": "finished", "run_id": self.run_id, "status": outcome.status,
-                        "message": outcome.message, "summary": summary, "spec": self.spec.to_dict(),
+        try:
+            self._writer.finish_run(self.run_id, status, summary=summary, error=error,
+                                    environment=self._environment)
+        except HistoryError:  # the writer stopped: the run still ends, and says it was not stored
+            pass
+        if lost is None:  # the run's end itself may not reach the disk
+            lost = storage_problem(self._writer, self.run_id, int(latency_ns.size))
+            if lost is not None:
+                status, message = _failed_storing(summary, lost, status, message)
+        self._record = {"type": "finished", "run_id": self.run_id, "status": status,
+                        "message": message, "summary": summary, "spec": self.spec.to_dict(),
                         "environment": self._environment, "profile": self._profile, "ops": self._ops}
         self._finished.set()
         self._emit(self._record)
 
+
+    def _telemetry_death(self) -> list[str]:
+        """A warning when the telemetry sampler died, with what its samples of this run cover."""
+        death = getattr(self._hub, "death", None) if self._hub is not None else None
+        if not death:
+            return []
+        from console.telemetry.coverage import sampler_death_note
+
+        return [sampler_death_note(death, self.t0_ns, [row[0] for row in self._samples],
+                                   self._measurement_window())]
 
     def _add_baseline(self, summary: dict[str, Any], latency_ns: np.ndarray) -> None:
         """The verdict against this configuration's baseline, when it has one; never loses the run."""
@@ -260,6 +286,43 @@ class RunSession:
             add_findings(summary, self.spec.to_dict(), self._profile, self._ops, card)
         except Exception as exc:  # noqa: BLE001 — a finding that fails is a note, not a lost run
             summary["notes"].append(f"findings could not be added ({type(exc).__name__}: {exc})")
+
+
+def storage_problem(writer: HistoryWriter, run_id: str, measured: int) -> dict[str, Any] | None:
+    """What of a run the history could not store, as the summary's `storage` block; None when all of it is
+    stored. Flushes first, so rows still waiting for a failing disk count as missing."""
+    try:
+        writer.flush()
+    except (HistoryError, RuntimeError):  # stopped or closed: what it holds is counted below
+        pass
+    unstored = getattr(writer, "unstored", None)
+    missing = unstored(run_id) if unstored is not None else None
+    if missing is None:
+        return None
+    cause = missing.get("error")
+    stored = max(0, measured - missing["iterations"])
+    parts = [f"{missing['iterations']} of its {measured} measured iterations"]
+    if missing["samples"]:
+        parts.append(f"{missing['samples']} telemetry samples")
+    if missing["writes"]:
+        parts.append(f"{missing['writes']} other records (such as its end or its profile)")
+    message = (f"the history could not store all of this run: {', '.join(parts)} are missing from it"
+               + (f" ({cause.problem}). Fix: {cause.fix}" if isinstance(cause, HistoryError) else ""))
+    return {"complete": False, "measured_iterations": measured, "stored_iterations": stored,
+            "missing_iterations": missing["iterations"], "missing_samples": missing["samples"],
+            "missing_writes": missing["writes"], "cause": str(cause) if cause is not None else None,
+            "message": message}
+
+
+def _failed_storing(summary: dict[str, Any], lost: dict[str, Any], status: str,
+                    message: str | None) -> tuple[str, str]:
+    """A run whose data did not all reach the history is `failed`, whatever the worker said; the summary
+    (computed from everything measured) stays, and says how much the history lacks."""
+    summary["storage"] = lost
+    summary["notes"].insert(0, lost["message"])
+    if status == "failed" and message:
+        return "failed", f"{message}; {lost['message']}"
+    return "failed", lost["message"]
 
 
 def _traces_dir(writer: HistoryWriter) -> Path:

@@ -9,6 +9,8 @@ hands this module a flat mapping keyed by option path (`engines.spec.spec_fields
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -124,15 +126,21 @@ def _pairs(fld: OptionField, value: Any) -> dict[str, Any]:
 
 
 def _number(text: str, whole: bool = False) -> float | int:
+    """A NAME=VALUE value: a whole number where one is needed, else any finite number (nan and inf, and
+    1e400, which a float cannot hold, are refused here rather than fed to a model)."""
     try:
         return int(text)
     except ValueError:
         if whole:
             raise ValueError(f"{text!r} is not a whole number") from None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise ValueError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite number: give one between -{sys.float_info.max:.4g} and "
+                         f"{sys.float_info.max:.4g}") from None
+    return value
 
 
 _CONVERT = {"shape": parse_shape, "int": lambda text: _number(text, whole=True), "number": _number, "str": str}

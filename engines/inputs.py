@@ -7,7 +7,10 @@ parsing share one set of rules and one set of error messages:
 - a symbolic dim bound by one user shape (`seq` from `input_ids=1x128`) fills the same symbol elsewhere
   (`attention_mask`), so a BERT-style model needs one `--input`, not one per input;
 - otherwise the first dynamic dim is the batch; any other dynamic dim is an error that says what to give;
-- rank-0 inputs (a sample rate, a temperature) take `--input-value NAME=16000`.
+- rank-0 inputs (a sample rate, a temperature) take `--input-value NAME=16000`, which must fit the input's dtype;
+- an unnamed dynamic dim (`?`, no dim_param) is its own dim: two `?` are never taken to be equal;
+- the samples one call processes are read from the resolved shapes (`samples_per_call`): `--input x=3x512`
+  is 3 samples a call, whatever --batch says, and a --batch the shapes contradict is refused.
 
 Values are deterministic per (seed, input name), independent of input order, so two runs of the same spec
 feed the same numbers. Heuristics by name keep common integer inputs valid: `*mask*` → ones, `token_type*` →
@@ -16,6 +19,7 @@ zeros, `position*` → 0..n-1 along the last axis, other integers (ids) → smal
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,6 +29,7 @@ import numpy as np
 
 Dim = int | str | None
 INT_HIGH = 100  # integer inputs (token ids, indices) are drawn from [0, INT_HIGH)
+MAX_DIM = 2**63 - 1  # what an int64 shape holds (every engine's shape type); a larger dim cannot be passed on
 _EXAMPLE_DYNAMIC = 128  # the value an error message suggests for an unknown dynamic dim
 
 
@@ -40,8 +45,10 @@ def parse_shape(text: str) -> list[int]:
     parts = re.split(r"\s*[xX,*]\s*", text.strip().strip("[]()"))
     shape = []
     for part in parts:
-        if not part.isdigit() or int(part) < 1:
-            raise InputError(f"bad shape {text!r}: {part!r} is not a whole number ≥ 1; write it like 1x3x224x224")
+        # ASCII digits only ("²".isdigit() is True), and few enough that int() takes them (it refuses 4300+)
+        if not (part.isascii() and part.isdigit() and len(part) <= 19) or not 1 <= int(part) <= MAX_DIM:
+            raise InputError(f"bad shape {text!r}: {part!r} is not a whole number ≥ 1 (and ≤ {MAX_DIM:,}); write it "
+                             "like 1x3x224x224")
         shape.append(int(part))
     return shape
 
@@ -148,18 +155,47 @@ def resolve_inputs(declared: Iterable[Mapping[str, Any]], batch: int,
                 raise InputError(f"input {name!r} is a scalar ({dtype}), which no batch size or shape can fill; "
                                  f"give its value with --input-value {name}=VALUE (e.g. a sample rate: "
                                  f"--input-value {name}=16000)")
-            array = np.asarray(user_values[name], dtype=np.dtype(dtype))
+            array = np.asarray(_fitting(name, user_values[name], dtype), dtype=np.dtype(dtype))
             shape: list[int] = []
         else:
             shape = resolve_shape(name, dims, batch, user_shapes, known, defaults)
             if name in user_values:
-                array = np.full(shape, user_values[name], dtype=np.dtype(dtype))
+                array = np.full(shape, _fitting(name, user_values[name], dtype), dtype=np.dtype(dtype))
             else:
                 array = make_array(name, shape, dtype, seed)
         arrays[name] = array
         resolved.append({"name": name, "dtype": str(np.dtype(dtype)), "shape": shape,
                          "declared": [d if d is None or isinstance(d, str) else int(d) for d in dims]})
+    check_batch(resolved, batch, user_shapes)
     return arrays, resolved
+
+
+def samples_per_call(resolved: Iterable[Mapping[str, Any]]) -> int | None:
+    """How many samples one call processes, read from the resolved shapes; None when they do not say.
+
+    The samples lie along dim 0 (what the batch fills when it is dynamic; what the user's --input or the file
+    fixes otherwise). Inputs whose dim 0 is dynamic speak for the model when there are any (a fixed side input,
+    a lookup table, does not); inputs that disagree, or scalars only, give None.
+    """
+    tensors = [item for item in resolved if item.get("shape")]
+    dynamic = [item for item in tensors if not _is_fixed((list(item.get("declared") or []) or [0])[0])]
+    counts = {int(item["shape"][0]) for item in (dynamic or tensors)}
+    return counts.pop() if len(counts) == 1 else None
+
+
+def check_batch(resolved: Sequence[Mapping[str, Any]], batch: int, user_shapes: Mapping[str, Any]) -> None:
+    """A --batch other than 1 that the resolved shapes do not take is an error, not a throughput off by a factor."""
+    if batch == 1:
+        return  # the default: the shapes decide (samples_per_call)
+    per_call = samples_per_call(resolved)
+    shapes = ", ".join(f"{item['name']} {format_declared(item['declared'])}" for item in resolved if item["shape"])
+    if not shapes:
+        raise InputError(f"--batch {batch} does not apply: the model takes scalar inputs only. Fix: drop --batch")
+    if per_call is not None and per_call != batch:
+        given = " ".join(f"--input {name}={format_shape(shape)}" for name, shape in user_shapes.items())
+        raise InputError(f"--batch {batch} does not fit the inputs: {given or 'the model declares ' + shapes}, "
+                         f"which hold {per_call} sample{'s' if per_call != 1 else ''} a call. Fix: drop --batch "
+                         f"(the batch is read from the shapes) or give shapes of batch {batch}")
 
 
 def format_shape(shape: Sequence[int]) -> str:
@@ -171,6 +207,34 @@ def format_declared(declared: Sequence[Dim]) -> str:
 
 
 # ---- Private API
+def _fitting(name: str, value: Any, dtype: str | np.dtype) -> Any:
+    """A --input-value as the input's dtype holds it, or an InputError naming the range (1e30 into an int64,
+    1e300 into a float32 and 2 into a bool are refused, not wrapped, clipped or rounded)."""
+    dtype = np.dtype(dtype)
+    try:
+        finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value))
+    except OverflowError:  # an int too large for a float: finite, and too large for any dtype below
+        finite = dtype.kind in "iu"
+    if not finite:
+        raise InputError(f"--input-value {name}={value}: not a finite number")
+    if dtype.kind == "b":
+        if value not in (0, 1):
+            raise InputError(f"--input-value {name}={value}: input {name!r} is a bool; give 0 or 1")
+        return bool(value)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if value != int(value) or not info.min <= int(value) <= info.max:
+            raise InputError(f"--input-value {name}={value}: input {name!r} is {dtype}, which holds whole numbers "
+                             f"from {info.min:,} to {info.max:,}")
+        return int(value)
+    if dtype.kind == "f":
+        limit = float(np.finfo(dtype).max)
+        if not abs(float(value)) <= limit:
+            raise InputError(f"--input-value {name}={value}: input {name!r} is {dtype}, which holds numbers "
+                             f"between -{limit:.4g} and {limit:.4g}")
+    return value
+
+
 def _is_fixed(dim: Dim) -> bool:
     return isinstance(dim, int) and not isinstance(dim, bool) and dim >= 0
 

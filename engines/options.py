@@ -101,10 +101,9 @@ def check_value(fld: OptionField, value: Any, path: str | None = None) -> None:
         if value not in fld.choices:
             raise SpecError(path, f"unknown value {value!r}; allowed: {', '.join(fld.choices)}")
     elif fld.kind == "int":
-        low = int(fld.minimum if fld.minimum is not None else 1)
-        high = int(fld.maximum) if fld.maximum is not None else 10**9
+        low, high = int_bounds(fld)
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-            raise SpecError(path, f"must be a whole number from {low} to {high}, got {value!r}")
+            raise SpecError(path, f"must be a whole number from {low} to {high}, got {_shown(value)}")
     elif fld.kind == "float":
         if not is_number(value) or not _in_bounds(fld, value):
             raise SpecError(path, _bounds_text(fld, value))
@@ -116,7 +115,19 @@ def check_value(fld: OptionField, value: Any, path: str | None = None) -> None:
 
 
 def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+    """A real, finite number: nan and ±inf are refused everywhere (they poison every sum and comparison)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond a float's range is finite, just large
+        return True
+
+
+def int_bounds(fld: OptionField) -> tuple[int, int]:
+    """(lowest, highest) whole number an int option takes: ≥ 1 and ≤ 10**9 unless the field says otherwise."""
+    low = int(fld.minimum if fld.minimum is not None else 1)
+    return low, int(fld.maximum) if fld.maximum is not None else 10**9
 
 
 # ---- Private API
@@ -144,7 +155,12 @@ def _in_bounds(fld: OptionField, value: float) -> bool:
 def _bounds_text(fld: OptionField, value: Any) -> str:
     rule = "> 0" if fld.minimum is None else f"≥ {_show(fld.minimum)}"
     upper = f" and ≤ {_show(fld.maximum)}" if fld.maximum is not None else ""
-    return f"must be a number {rule}{upper}{' ' + fld.unit if fld.unit else ''}, got {value!r}"
+    return f"must be a number {rule}{upper}{' ' + fld.unit if fld.unit else ''}, got {_shown(value)}"
+
+
+def _shown(value: Any) -> str:
+    """The refused value as the user typed it: a text stays quoted, a number is not repr'd as a float('inf')."""
+    return repr(value) if isinstance(value, str) or not isinstance(value, (int, float)) else str(value)
 
 
 def _show(number: float) -> str:

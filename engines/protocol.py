@@ -21,7 +21,7 @@ ERROR_KINDS = ("spec", "load", "runtime", "cancelled", "internal")
 
 # Required fields per event type (besides "v" and "type").
 FIELDS: dict[str, tuple[str, ...]] = {
-    "hello": ("pid", "versions"),
+    "hello": ("pid", "versions"),  # optional: hygiene, sandbox (engines.sandbox state: active, summary, dir, abi)
     "phase": ("phase", "t_ns"),
     "loaded": ("load_s", "params", "model_bytes"),
     "latencies": ("t_ns", "latency_ns"),

@@ -97,6 +97,10 @@ class RunSpec:
                                             pair_value="number", default_factory=dict, label="Scalar inputs",
                                             help="value of a scalar input, e.g. --input-value sample_rate=16000 "
                                                  "(repeatable)")
+    trust_code: bool = option(False, flag="--trust-code", label="Trust code",
+                              help="run a model file that is code (TorchScript runs its author's Python-like code "
+                                   "and can write files): only for files you trust; the worker is sandboxed where "
+                                   "the OS allows (writes only in its temporary folder, no TCP)")
     engine_options: dict[str, Any] = field(default_factory=_default_engine_options)  # backend name → its options
     generation: GenerationOptions = field(default_factory=GenerationOptions)
     scenario_options: Any = field(default_factory=_default_scenario_options)  # the scenario's options class
@@ -126,6 +130,9 @@ class RunSpec:
 
         if self.version != SPEC_VERSION:
             raise SpecError("version", f"spec version {self.version} is not supported (this build reads {SPEC_VERSION})")
+        for fld in fields_of(RunSpec):  # NAME=VALUE mappings first: the model and input checks iterate them
+            if fld.kind == "pairs":
+                check_value(fld, getattr(self, fld.name))
         _choice("engine", self.engine, backends.names())
         if self.is_file:
             self._validate_file()
@@ -144,7 +151,7 @@ class RunSpec:
             raise SpecError("target", f"unknown target {self.target!r}; use cpu, cuda:N or mps "
                                       "(`labconsole targets` lists what this machine has)")
         for fld in fields_of(RunSpec):
-            if fld.kind in ("int", "float"):
+            if fld.kind in ("int", "float", "bool"):
                 check_value(fld, getattr(self, fld.name))
         self._validate_inputs()
         for name, options in self.engine_options.items():
@@ -182,6 +189,8 @@ class RunSpec:
     # ---- Private API
     def _validate_file(self) -> None:
         path = self.model
+        if os.path.isdir(path):
+            raise SpecError("model", directory_problem(path))
         extension = os.path.splitext(path)[1].lower()
         file_engines = backends.file_engines()
         if extension in REFUSED_FILE_HINTS:
@@ -214,7 +223,13 @@ class RunSpec:
                                                   f"got {shape!r}")
         for name, value in self.input_values.items():
             if not is_number(value):
-                raise SpecError(f"input_values.{name}", f"must be a number, got {value!r}")
+                raise SpecError(f"input_values.{name}", f"must be a number (not nan or ±inf), got {value!r}")
+        if not self.is_file:
+            for name, given in (("inputs", self.inputs), ("input_values", self.input_values)):
+                if given:
+                    raise SpecError(f"{name}.{next(iter(given))}", "input shapes and values apply to model files "
+                                                                  f"only; catalog model {self.model} makes its own "
+                                                                  "inputs (size them with --batch and --param)")
 
 
 def spec_fields() -> list[OptionField]:
@@ -247,6 +262,18 @@ def spec_fields() -> list[OptionField]:
                 helps[fld.path].append(fld.help)
     found += [dataclasses.replace(fld, help="; ".join(helps[path])) for path, fld in merged.items()]
     return found
+
+
+def directory_problem(path: str) -> str:
+    """What to say when a model "file" is a folder: that, and the model files inside it (an export folder)."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        names = []
+    found = sorted(name for name in names if os.path.splitext(name)[1].lower() in backends.file_engines())
+    inside = f"; it holds {', '.join(found[:3])}{' …' if len(found) > 3 else ''}" if found else ""
+    example = os.path.join(path, found[0]) if found else os.path.join(path, "model.onnx")
+    return f"{path} is a directory, not a model file{inside}. Fix: give the file itself, e.g. --model {example}"
 
 
 def is_model_path(model: str) -> bool:
@@ -318,7 +345,10 @@ def _check_options(options: Any, prefix: str) -> None:
 
 def _upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
     data = {**data, "version": SPEC_VERSION}
-    engine_options = dict(data.get("engine_options") or {})
+    given = data.get("engine_options") or {}
+    if not isinstance(given, dict):
+        raise SpecError("engine_options", f"expected a mapping of engine to options, got {type(given).__name__}")
+    engine_options = dict(given)
     for key, backend in _LEGACY_ENGINE_KEYS.items():
         if key in data:
             engine_options[backend] = data.pop(key)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import importlib
 import os
 import platform
 import sys
@@ -19,17 +20,25 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from engines import backends, hygiene, profiling, protocol, scenarios
+from engines import backends, cache, hygiene, profiling, protocol, sandbox, scenarios
+from engines import inputs as model_inputs
 from engines.spec import RunSpec, SpecError
 
 Emit = Callable[[dict[str, Any]], None]
+IN_PROCESS = {"active": False, "summary": "not applied: run in this process, not in a worker", "dir": None,
+              "abi": None}
+_ENGINE_IMPORTS = {"torch": ("torch",), "onnxruntime": ("onnxruntime", "onnx")}  # imported before the sandbox
 
 
 # ---- Public API
-def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool] = lambda: False) -> None:
-    """Run a spec to the end, emitting hello → … → result | error. Never raises for run failures."""
+def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool] = lambda: False,
+             confined: dict[str, Any] | None = None) -> None:
+    """Run a spec to the end, emitting hello → … → result | error. Never raises for run failures.
+
+    `confined`: this process's sandbox state (engines.sandbox; `worker_main` applies it), sent in hello."""
+    confined = confined or IN_PROCESS
     emit(protocol.make("hello", pid=os.getpid(), versions=_versions(), t_ns=time.perf_counter_ns(),
-                       hygiene=hygiene.collect(exclude_pids=[os.getppid()])))
+                       hygiene=hygiene.collect(exclude_pids=[os.getppid()]), sandbox=confined))
     try:
         spec = RunSpec.from_dict(spec_data).validate()
     except (SpecError, TypeError) as exc:
@@ -40,10 +49,16 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
         read = _timed_read(spec.model) if spec.is_file else None
         model = backends.module(spec.engine).load(spec)
     except Exception as exc:  # noqa: BLE001 — any load failure becomes a reported error
-        emit(_error("load", exc, f"could not load {spec.model} on {spec.engine}/{spec.target}"))
+        emit(_error("load", exc, f"could not load {spec.model} on {spec.engine}/{spec.target}", confined))
         return
     if read:
         model.details.update(read)
+    try:
+        _adopt_batch_of_inputs(spec, model.details)
+    except SpecError as exc:
+        model.close()
+        emit(_error("spec", exc))
+        return
     emit(protocol.make("loaded", load_s=model.load_s, params=model.params, model_bytes=model.model_bytes,
                        versions=model.versions, details=model.details))
     try:
@@ -52,7 +67,7 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
             emit(protocol.make("phase", phase="profiling", t_ns=time.perf_counter_ns()))
             emit(protocol.make("profile", **_profile(model, spec)))
     except Exception as exc:  # noqa: BLE001
-        emit(_error("runtime", exc, f"{spec.model} failed while running"))
+        emit(_error("runtime", exc, f"{spec.model} failed while running", confined))
         return
     finally:
         model.close()
@@ -63,10 +78,11 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
 def worker_main(conn, spec_data: dict[str, Any]) -> None:
     """Child-process entry: events go up the pipe; a 'cancel' message or a dead console stop the run."""
     faulthandler.enable()
+    confined = _confine(spec_data)  # before any thread starts: Landlock binds only threads started after it
     cancel = threading.Event()
     threading.Thread(target=_listen, args=(conn, cancel), name="control", daemon=True).start()
     try:
-        run_spec(spec_data, conn.send, cancel.is_set)
+        run_spec(spec_data, conn.send, cancel.is_set, confined)
     except (BrokenPipeError, EOFError, OSError):
         os._exit(3)  # the console is gone: nobody to report to
     finally:
@@ -77,6 +93,44 @@ def worker_main(conn, spec_data: dict[str, Any]) -> None:
 
 
 # ---- Private API
+def _confine(spec_data: dict[str, Any]) -> dict[str, Any]:
+    """Sandbox this worker (engines.sandbox) when it loads a user's model file: after the engine's imports,
+    before the file is opened. Its own folder becomes the temp dir (profile traces go there; the runner removes
+    it); ONNX Runtime's int8 copies of a file go to their cache folder, which stays writable for that run."""
+    try:
+        spec = RunSpec.from_dict(spec_data)
+    except (SpecError, TypeError, ValueError):
+        return {**IN_PROCESS, "summary": "not applied: the spec is invalid, so nothing is loaded"}
+    if not spec.is_file:
+        return {**IN_PROCESS, "summary": "not applied: a catalog model, not a user's file"}
+    if spec.engine in backends.names():
+        for name in (backends.info(spec.engine).module, *_ENGINE_IMPORTS.get(spec.engine, ())):
+            with contextlib.suppress(Exception):  # an engine that does not import fails at load, saying why
+                importlib.import_module(name)
+    try:
+        also = [cache.subdir("onnx/int8")] if spec.engine == "onnxruntime" and spec.precision == "int8" else []
+        return sandbox.confine(sandbox.work_dir(), also)
+    except OSError as exc:  # no temporary folder to give it: the run goes on, and its record says so
+        return {**IN_PROCESS, "summary": f"not applied (no folder for the worker: {exc})"}
+
+
+def _adopt_batch_of_inputs(spec: RunSpec, details: dict[str, Any]) -> None:
+    """A model file's batch is what its inputs hold (`--input x=3x512`: 3 samples a call), so every count of
+    samples (scenarios, the summary's throughput) uses it; `samples_per_call` in `loaded` tells the console."""
+    if not spec.is_file:
+        return
+    resolved = details.get("inputs") or []
+    if not any("declared" in item for item in resolved):  # the torch backend keeps the resolved list with the file
+        resolved = (details.get("file") or {}).get("inputs") or []
+    per_call = model_inputs.samples_per_call(resolved)
+    if per_call is None:
+        return
+    details["samples_per_call"] = per_call
+    if per_call != spec.batch:
+        spec.batch = per_call
+        spec.validate()  # a scenario may not take this batch (multi-stream: it must divide the streams)
+
+
 def _listen(conn, cancel: threading.Event) -> None:
     """Read control messages; when the console's end of the pipe closes, the console died: exit now."""
     while True:
@@ -155,8 +209,8 @@ def _versions() -> dict[str, str]:
             "protocol": str(protocol.PROTOCOL_VERSION), "executable": sys.executable}
 
 
-def _error(kind: str, exc: BaseException, context: str = "") -> dict[str, Any]:
-    message = f"{type(exc).__name__}: {exc}"
+def _error(kind: str, exc: BaseException, context: str = "", confined: dict[str, Any] | None = None) -> dict[str, Any]:
+    message = sandbox.explain_denial(exc, confined) or f"{type(exc).__name__}: {exc}"
     if context:
         message = f"{context}: {message}"
     return protocol.make("error", kind=kind, message=message, traceback=traceback.format_exc())

@@ -14,19 +14,22 @@ from collections.abc import Iterator
 from typing import Any
 
 TOKEN = os.environ.get("RAY_AUTH_TOKEN") or secrets.token_hex(16)
-_SAVED_ENV = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+_SAVED_ENV = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "LABCONSOLE_TEST_NODE_HOME")}
 os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=TOKEN)
 MB = 1 << 20
 
 
-def node_args(accel: str, hostname: str) -> dict[str, Any]:
-    """A fake lab node: one CPU, its accel label, its own host name (LABCONSOLE_HOSTNAME) and both engines."""
+def node_args(accel: str, hostname: str, data_home: str | None = None) -> dict[str, Any]:
+    """A fake lab node: one CPU, its accel label, its own host name (LABCONSOLE_HOSTNAME), both engines and its
+    own data directory (XDG_DATA_HOME: received model files, cards' storage probe), never the user's."""
     from console.cluster.dispatch import RUN_RESOURCE
 
+    data_home = data_home or os.path.join(os.environ.get("LABCONSOLE_TEST_NODE_HOME", "/tmp"),
+                                          f"labconsole-node-{hostname}-{os.getpid()}")
     return {"num_cpus": 1, "object_store_memory": 80 * MB, "resources": {RUN_RESOURCE: 1},
             "labels": {"labconsole/accel": accel, "labconsole/host": hostname, "labconsole/target.cpu": "yes",
                        "labconsole/engine.torch": "yes", "labconsole/engine.onnxruntime": "yes"},
-            "env_vars": {"LABCONSOLE_HOSTNAME": hostname}}
+            "env_vars": {"LABCONSOLE_HOSTNAME": hostname, "XDG_DATA_HOME": data_home}}
 
 
 @contextlib.contextmanager
@@ -42,6 +45,7 @@ def lab_cluster(temp_dir: str) -> Iterator[dict[str, Any]]:
         "num_cpus": 0, "object_store_memory": 80 * MB, "include_dashboard": False, "temp_dir": temp_dir,
         "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4,
                            "health_check_timeout_ms": 500}})
+    os.environ["LABCONSOLE_TEST_NODE_HOME"] = temp_dir  # nodes added later by a test live here too
     nodes = {"fake-a": cluster.add_node(**node_args("fake-a", "lab-a")),
              "fake-b": cluster.add_node(**node_args("fake-b", "lab-b"))}
     cluster.wait_for_nodes()

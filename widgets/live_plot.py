@@ -1,13 +1,16 @@
 """Live time plots: per-iteration latency, and telemetry series (CPU, memory, ...).
 
 Events arrive every ~100 ms and an hour-long run yields millions of points, so these views never redraw per
-message: ``add_*`` only appends to ring buffers and marks the plot dirty, and one timer shared by every plot redraws
-the dirty, visible ones ten times a second. Peak downsampling and clip-to-view keep each redraw cheap at any size.
-Time is seconds since the run started, so latency and telemetry line up on one axis.
+message: ``add_*`` only appends to bounded series and marks the plot dirty, and one timer shared by every plot
+redraws the dirty, visible ones ten times a second. Each series keeps an incremental min/max pyramid
+(widgets.peak_decimation), so a redraw hands pyqtgraph at most about two points per pixel of the visible span, with
+every spike kept, whether the plot holds a second or an hour: a frame costs the same at any size. A zoom, pan or
+resize redraws from the pyramid too. Time is seconds since the run started, so latency and telemetry line up.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import weakref
 from dataclasses import dataclass
@@ -18,7 +21,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from widgets import chart_export, theme
 from widgets.formatting import format_number
-from widgets.ring_buffer import RingBuffer
+from widgets.peak_decimation import PeakSeries
 
 REFRESH_INTERVAL_MS = 100
 # MLPerf's early-stopping rule: fewer samples than this cannot back a p99.
@@ -28,21 +31,26 @@ _SYMBOL_MAX_POINTS = 2000
 # A missing sensor is a short label in the plot ("power: not available"); the reason, often a paragraph with
 # the fix, is its tooltip. Longer than this, the label would wrap into the paragraph it replaces.
 UNAVAILABLE_LABEL_MAX = 40
+# Pixels a curve is decimated for while its plot has no width yet (not laid out): a wide wall screen's.
+_DEFAULT_BUCKETS = 1920
 
 
 # ---- Shared refresh timer
 class _RefreshHub(QtCore.QObject):
-    """One timer for every live plot: redraws stay in step, and the timer stops when no plot is left."""
+    """One timer for every live plot: redraws stay in step, and the timer stops when no plot is left.
+
+    Plots redraw in the order they were made: the Run page's latency plot, whose time axis the others follow, first.
+    """
 
     def __init__(self, parent: QtCore.QObject | None):
         super().__init__(parent)
-        self._plots: weakref.WeakSet[_TimePlot] = weakref.WeakSet()
+        self._plots: weakref.WeakKeyDictionary[_TimePlot, None] = weakref.WeakKeyDictionary()
         self._timer = QtCore.QTimer(self)
         self._timer.setInterval(REFRESH_INTERVAL_MS)
         self._timer.timeout.connect(self._tick)
 
     def register(self, plot: _TimePlot) -> None:
-        self._plots.add(plot)
+        self._plots[plot] = None
         if not self._timer.isActive():
             self._timer.start()
 
@@ -54,7 +62,7 @@ class _RefreshHub(QtCore.QObject):
             try:
                 plot._refresh_if_due()
             except RuntimeError:  # its C++ side was deleted with a parent
-                self._plots.discard(plot)
+                self._plots.pop(plot, None)
 
 
 _hub: _RefreshHub | None = None
@@ -81,16 +89,62 @@ def _as_pair(t_s, values) -> tuple[np.ndarray, np.ndarray]:
     return t, v
 
 
-def _downsample_for_speed(curve: pg.PlotDataItem, samples_per_pixel: float) -> None:
-    """Peak downsampling to a few samples per pixel, drawn only within the view.
+def _peak_downsampled(curve: pg.PlotDataItem) -> None:
+    """pyqtgraph's own peak downsampling and clip-to-view, kept as a safety net (and for the plot's context menu).
 
-    Peak mode keeps each bucket's min and max, so spikes survive; pyqtgraph's default of 5 samples per pixel
-    makes 64 noisy per-core lines cost ~0.25 s a frame, one sample per pixel costs a quarter of that.
+    A feed already hands the curve at most about two points per pixel of the view, so at three samples per pixel
+    pyqtgraph leaves them as they are; re-downsampling a million points every frame was what made an hour of data
+    cost ~70 ms a frame.
     """
     curve.setDownsampling(auto=True, method="peak")
     curve.setClipToView(True)
     if "autoDownsampleFactor" in curve.opts:
-        curve.opts["autoDownsampleFactor"] = float(samples_per_pixel)
+        curve.opts["autoDownsampleFactor"] = 3.0
+
+
+def _view_span(curve: pg.PlotDataItem) -> tuple[float, float, int]:
+    """(x0, x1, pixels) the curve is seen at: the whole series while the view fits the x axis to the data."""
+    view = curve.getViewBox()
+    if view is None:
+        return -math.inf, math.inf, _DEFAULT_BUCKETS
+    width = int(view.width())
+    buckets = width if width >= 2 else _DEFAULT_BUCKETS
+    if view.autoRangeEnabled()[0] or curve.opts["logMode"][0]:
+        return -math.inf, math.inf, buckets
+    x0, x1 = view.viewRange()[0]
+    return float(x0), float(x1), buckets
+
+
+class _PeakFeed:
+    """Draws one series into one curve, decimated to the view; skips the work when nothing it depends on changed.
+
+    ``take_latest`` (a refresh) moves the picture to the newest data; ``draw`` alone (a zoom, pan or resize)
+    redraws the samples shown so far at the new span, so data still shows up only at a refresh.
+    """
+
+    def __init__(self, series: PeakSeries, curve: pg.PlotDataItem):
+        self.series = series
+        self.curve = curve
+        self.extra: tuple[float, float] | None = None  # one point after the series (a live running percentile)
+        self._version = -1  # the series' version at the last refresh; -1: never refreshed, nothing to show
+        self._end = 0
+        self._key: tuple | None = None
+
+    def take_latest(self) -> None:
+        self._version, self._end = self.series.version, self.series.end
+
+    def draw(self) -> None:
+        if self._version < 0:
+            return
+        x0, x1, buckets = _view_span(self.curve)
+        key = (self._version, self._end, x0, x1, buckets, self.extra)
+        if key == self._key:
+            return
+        self._key = key  # before setData: the view's reaction to it comes back here and must find it done
+        x, y = self.series.peaks(x0, x1, buckets, end=self._end)
+        if self.extra is not None and (x.size == 0 or self.extra[0] > x[-1]):
+            x, y = np.append(x, self.extra[0]), np.append(y, self.extra[1])
+        self.curve.setData(x, y)
 
 
 @dataclass
@@ -185,6 +239,7 @@ class _TimePlot(QtWidgets.QWidget):
         super().__init__(parent)
         self._dirty = False
         self._bands: list[_Band] = []
+        self._feeds: list[_PeakFeed] = []  # every curve drawn from a series; subclasses add theirs
 
         self._title = QtWidgets.QLabel(title)
         self._title.setFont(theme.font(theme.TITLE_PT, bold=True))
@@ -236,6 +291,9 @@ class _TimePlot(QtWidgets.QWidget):
         layout.addWidget(self._stack, 1)
         self.setMinimumSize(320, 200)
 
+        view = self._plot.getViewBox()
+        view.sigXRangeChanged.connect(self._view_changed)
+        view.sigResized.connect(self._view_changed)
         _refresh_hub().register(self)
 
     # ---- Public API
@@ -252,6 +310,12 @@ class _TimePlot(QtWidgets.QWidget):
         """Redraw now from the buffers (the shared timer does this on its own when data arrived)."""
         self._dirty = False
         self._redraw()
+        self._draw_feeds()
+        view = self._plot.getViewBox()
+        if view.autoRangeEnabled()[0]:
+            # Fit the axis now, not at paint: plots linked to this time axis follow at once, so they decimate for
+            # the new span when they refresh next, instead of once before and once again at paint.
+            view.updateAutoRange()
         self._update_open_band()
 
     def add_band(self, t0_s: float, t1_s: float | None = None, label: str = "", color: str | None = None) -> None:
@@ -356,6 +420,18 @@ class _TimePlot(QtWidgets.QWidget):
         if self._dirty and self.isVisible():
             self.refresh()
 
+    def _view_changed(self, *_) -> None:
+        """The span or width changed (zoom, pan, resize, the linked time axis moved): decimate for it. A plot that
+        has new data redraws now rather than twice, now and at the next tick."""
+        if self._dirty and self.isVisible():
+            self.refresh()
+        else:
+            self._draw_feeds()
+
+    def _draw_feeds(self) -> None:
+        for feed in list(self._feeds):
+            feed.draw()
+
     def showEvent(self, event: QtGui.QShowEvent) -> None:
         super().showEvent(event)
         if self._dirty:
@@ -376,6 +452,7 @@ class _TimePlot(QtWidgets.QWidget):
         self._mark_dirty()
 
     def _redraw(self) -> None:
+        """Bring the state to the newest data (``take_latest`` on the feeds that changed); refresh draws them."""
         raise NotImplementedError
 
     def _latest_time(self) -> float | None:
@@ -415,29 +492,32 @@ class LatencyPlot(_TimePlot):
     ):
         super().__init__(title, "latency (ms)", parent)
         self._window = int(window)
-        self._t = RingBuffer(capacity)
-        self._y = RingBuffer(capacity)
+        self._series = PeakSeries(capacity)
         self._shown: tuple[float, float, int] | None = None
-        self._appended = 0  # iterations ever appended since the last clear (the ring may hold fewer)
         self._step = max(1, self._window // 10)  # a running-percentile point every `step` iterations
         self._next_eval = self._step
-        self._rolling: list[tuple[float, float, float]] = []  # (t, p50, p99) at each evaluation point
+        # (t, p50) and (t, p99) at each evaluation point, as many as the kept iterations have.
+        self._p50 = PeakSeries(int(capacity) // self._step + 2)
+        self._p99 = PeakSeries(int(capacity) // self._step + 2)
         self._symbols = False
 
         latency_pen = pg.mkPen(theme.tint(theme.LATENCY_COLOR, 0.67), width=1)
         p50_pen = pg.mkPen(theme.P50_COLOR, width=3)
         p99_pen = pg.mkPen(theme.P99_COLOR, width=3, style=QtCore.Qt.PenStyle.DashLine)
         self._curve = self._plot.plot(pen=latency_pen, skipFiniteCheck=True, name="latency")
-        _downsample_for_speed(self._curve, samples_per_pixel=3.0)
         halo = pg.mkPen(theme.BACKGROUND, width=6)  # keeps the lines visible over dense data
-        # Opaque, not antialiased, downsampled: a long run has thousands of running-percentile points, and wide
+        # Opaque, not antialiased, decimated: a long run has thousands of running-percentile points, and wide
         # antialiased strokes of that many points cost seconds per frame.
         self._p50_line = self._plot.plot(pen=p50_pen, shadowPen=halo, antialias=False,
                                          name=f"p50 (last {self._window})")
         self._p99_line = self._plot.plot(pen=p99_pen, shadowPen=halo, antialias=False,
                                          name=f"p99 (last {self._window})")
-        for line in (self._p50_line, self._p99_line):
-            _downsample_for_speed(line, samples_per_pixel=1.0)
+        for line in (self._curve, self._p50_line, self._p99_line):
+            _peak_downsampled(line)
+        self._feed = _PeakFeed(self._series, self._curve)
+        self._p50_feed = _PeakFeed(self._p50, self._p50_line)
+        self._p99_feed = _PeakFeed(self._p99, self._p99_line)
+        self._feeds.extend([self._feed, self._p50_feed, self._p99_feed])
         self._legend.set_entry("latency", "latency", [latency_pen])
         self._legend.set_entry("p50", f"p50 (last {self._window})", [p50_pen])
         self._legend.set_entry("p99", f"p99 (last {self._window})", [p99_pen])
@@ -449,32 +529,26 @@ class LatencyPlot(_TimePlot):
         """Append a batch (seconds since run start, milliseconds); drawn at the next timer tick."""
         t, y = _as_pair(t_s, latency_ms)
         if t.size:
-            self._t.extend(t)
-            self._y.extend(y)
-            self._appended += t.size
+            self._series.extend(t, y)
             self._mark_dirty()
 
     def set_data(self, t_s: np.ndarray, latency_ms: np.ndarray) -> None:
         """Replace all data, e.g. when a finished run is reopened from history. Bands are kept."""
         t, y = _as_pair(t_s, latency_ms)
-        self._t.clear()
-        self._y.clear()
+        self._series.clear()
         self._reset_rolling()
-        self._t.extend(t)
-        self._y.extend(y)
-        self._appended = t.size
+        self._series.extend(t, y)
         self._mark_dirty()
 
     def clear(self) -> None:
         """Empty the plot for a new run: data, bands and the "not available" state."""
-        self._t.clear()
-        self._y.clear()
+        self._series.clear()
         self._reset_rolling()
         self._reset_frame()
 
     def data(self) -> tuple[np.ndarray, np.ndarray]:
         """The kept (time s, latency ms) arrays, which may be newer than what is drawn."""
-        return self._t.values(), self._y.values()
+        return self._series.values()
 
     def percentiles(self) -> dict | None:
         """The p50/p99 (ms) drawn at the last redraw and the sample count behind them; None before any data."""
@@ -489,35 +563,41 @@ class LatencyPlot(_TimePlot):
 
     # ---- Private API
     def _reset_rolling(self) -> None:
-        self._appended = 0
         self._next_eval = self._step
-        self._rolling = []
+        self._p50.clear()
+        self._p99.clear()
 
-    def _update_rolling(self, t: np.ndarray, y: np.ndarray) -> None:
+    def _update_rolling(self) -> None:
         """Add running-percentile points for the iterations that arrived since the last redraw.
 
         Past points never change, so each redraw only evaluates the new ones: cheap at 10 Hz even with
         a million iterations kept.
         """
-        first_kept = self._appended - t.size  # iteration count just before the oldest one still in the ring
-        while self._next_eval <= self._appended:
-            end = self._next_eval - first_kept
+        series = self._series
+        first, appended = series.first, series.end  # stream positions: iterations ever appended since the clear
+        times, p50s, p99s = [], [], []
+        while self._next_eval <= appended:
+            end = self._next_eval
             self._next_eval += self._step
-            if end <= 0:
+            if end <= first:
                 continue
-            window = y[max(0, end - self._window):end]
+            window = series.values_between(end - self._window, end)
             window = window[np.isfinite(window)]
             if window.size:
                 p50, p99 = np.percentile(window, [50, 99])
-                self._rolling.append((float(t[end - 1]), float(p50), float(p99)))
+                times.append(series.time_at(end - 1))
+                p50s.append(float(p50))
+                p99s.append(float(p99))
+        if times:
+            self._p50.extend(times, p50s)
+            self._p99.extend(times, p99s)
 
     def _latest_time(self) -> float | None:
-        last = self._t.tail(1)
-        return float(last[0]) if last.size else None
+        return self._series.last_time()
 
     def _redraw(self) -> None:
-        t, y = self._t.values(), self._y.values()
-        symbols = 0 < t.size <= _SYMBOL_MAX_POINTS
+        n = len(self._series)
+        symbols = 0 < n <= _SYMBOL_MAX_POINTS
         if symbols != self._symbols:
             self._symbols = symbols
             if symbols:
@@ -527,26 +607,30 @@ class LatencyPlot(_TimePlot):
                 self._curve.setSymbolBrush(pg.mkBrush(theme.qcolor(theme.LATENCY_COLOR, 200)))
             else:
                 self._curve.setSymbol(None)
-        self._curve.setData(t, y)
-        if t.size == 0:
+        self._feed.take_latest()
+        if n == 0:
             self._shown = None
-            self._p50_line.setData([], [])
-            self._p99_line.setData([], [])
+            for feed in (self._p50_feed, self._p99_feed):
+                feed.extra = None
+                feed.take_latest()
             self._readout.setText("")
             self._readout.setToolTip("")
             return
-        wt, wy = self._t.tail(self._window), self._y.tail(self._window)
+        wt, wy = self._series.tail(self._window)
         finite = np.isfinite(wy)
         if not finite.any():
             return
         p50, p99 = (float(v) for v in np.percentile(wy[finite], [50, 99]))
         n = int(finite.sum())
         self._shown = (p50, p99, n)
-        self._update_rolling(t, y)
-        tail = [(float(wt[-1]), p50, p99)] if not self._rolling or self._rolling[-1][0] < wt[-1] else []
-        rolling = np.asarray(self._rolling + tail, dtype=np.float64)
-        self._p50_line.setData(rolling[:, 0], rolling[:, 1])
-        self._p99_line.setData(rolling[:, 0], rolling[:, 2])
+        self._update_rolling()
+        last = self._p50.last_time()
+        newest = float(wt[-1])
+        live = last is None or last < newest  # the current values, as a point after the last evaluation
+        self._p50_feed.extra = (newest, p50) if live else None
+        self._p99_feed.extra = (newest, p99) if live else None
+        self._p50_feed.take_latest()
+        self._p99_feed.take_latest()
         text = f"last {n:,}:  p50 {format_number(p50)} ms   p99 {format_number(p99)} ms"
         if n < P99_MIN_SAMPLES:
             text += "*"
@@ -561,9 +645,9 @@ class LatencyPlot(_TimePlot):
 # ---- Telemetry
 @dataclass
 class _Series:
-    t: RingBuffer
-    v: RingBuffer
+    data: PeakSeries
     curve: pg.PlotDataItem
+    feed: _PeakFeed
     minor: bool
 
 
@@ -606,8 +690,7 @@ class TimeSeriesPlot(_TimePlot):
         t, v = _as_pair(t_s, values)
         s = self._series.get(series) or self._create_series(series)
         if t.size:
-            s.t.extend(t)
-            s.v.extend(v)
+            s.data.extend(t, v)
             self._changed.add(series)
             self._mark_dirty()
 
@@ -615,10 +698,8 @@ class TimeSeriesPlot(_TimePlot):
         """Replace one series' data (reopening a run from history)."""
         t, v = _as_pair(t_s, values)
         s = self._series.get(series) or self._create_series(series)
-        s.t.clear()
-        s.v.clear()
-        s.t.extend(t)
-        s.v.extend(v)
+        s.data.clear()
+        s.data.extend(t, v)
         self._changed.add(series)
         self._mark_dirty()
 
@@ -627,6 +708,7 @@ class TimeSeriesPlot(_TimePlot):
         for s in self._series.values():
             self._plot.removeItem(s.curve)
         self._series.clear()
+        self._feeds.clear()
         self._changed.clear()
         self._legend.clear()
         self._reset_frame()
@@ -650,8 +732,7 @@ class TimeSeriesPlot(_TimePlot):
 
     def data(self, series: str) -> tuple[np.ndarray, np.ndarray]:
         """The kept (time s, value) arrays of ``series``, which may be newer than what is drawn."""
-        s = self._series[series]
-        return s.t.values(), s.v.values()
+        return self._series[series].data.values()
 
     # ---- Private API
     def _is_minor(self, name: str) -> bool:
@@ -678,9 +759,11 @@ class TimeSeriesPlot(_TimePlot):
         curve.setZValue(0 if minor else 10)
         self._plot.addItem(curve)
         # After addItem: PlotItem.addItem overwrites both with the plot-wide defaults.
-        _downsample_for_speed(curve, samples_per_pixel=1.0 if minor else 3.0)
-        s = _Series(RingBuffer(self._capacity), RingBuffer(self._capacity), curve, minor)
+        _peak_downsampled(curve)
+        data = PeakSeries(self._capacity)
+        s = _Series(data, curve, _PeakFeed(data, curve), minor)
         self._series[name] = s
+        self._feeds.append(s.feed)
         if minor:
             minors = [series for series in self._series.values() if series.minor]
             pens = [pg.mkPen(theme.tint(c, 0.67), width=1) for c in theme.PALETTE[1:4]]
@@ -691,19 +774,15 @@ class TimeSeriesPlot(_TimePlot):
         return s
 
     def _latest_time(self) -> float | None:
-        latest = None
-        for s in self._series.values():
-            last = s.t.tail(1)
-            if last.size and (latest is None or last[0] > latest):
-                latest = float(last[0])
-        return latest
+        times = [t for t in (s.data.last_time() for s in self._series.values()) if t is not None]
+        return max(times, default=None)
 
     def _redraw(self) -> None:
         for name in self._changed:
             s = self._series.get(name)
             if s is not None:
-                s.curve.setData(s.t.values(), s.v.values())
+                s.feed.take_latest()
         self._changed.clear()
         latest = self._latest_time() if self._follow_s else None
-        if latest is not None:
+        if latest is not None:  # before the curves are drawn: they are decimated for the span they will show
             self._plot.setXRange(max(0.0, latest - self._follow_s), latest, padding=0)

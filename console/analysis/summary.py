@@ -23,13 +23,18 @@ _STANDARD_RESULT = {"v", "type", "iterations", "measured_s", "warmup_iterations"
 def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dict[str, Any] | None,
               batch: int, t_ns: np.ndarray | None = None, samples: list[tuple] | None = None,
               window_ns: tuple[int, int] | None = None, mode: str = "inference",
-              rules: ValidityRules | None = None) -> dict[str, Any]:
-    """Everything the summary card, the CLI's JSON and the history show about one run."""
+              rules: ValidityRules | None = None, scenario: str | None = None) -> dict[str, Any]:
+    """Everything the summary card, the CLI's JSON and the history show about one run.
+
+    `scenario` picks the validity rules (a server run is judged on its latency bound, which its `result`
+    carries, not on stability: `validity.assess`)."""
     latency_ms = np.asarray(latency_ns, dtype=np.float64) / 1e6
     count = int(latency_ms.size)
     measured_s = float(result["measured_s"]) if result else None
     stats = describe(latency_ms)
-    validity = assess(latency_ns, t_ns, rules or ValidityRules(), duration_s=measured_s) if count else None
+    validity = assess(latency_ns, t_ns, rules or ValidityRules(), duration_s=measured_s, scenario=scenario,
+                      latency_bound_ms=(result or {}).get("latency_bound_ms"),
+                      dropped=int((result or {}).get("dropped") or 0)) if count else None
     summary: dict[str, Any] = {
         "iterations": count,
         "batch": batch,
@@ -47,7 +52,8 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
         "invalid_reasons": validity["invalid_reasons"] if validity else
         [{"rule": "min_count", "detail": "no iteration was measured", "fix": "check the run's error"}],
         "stable": bool(validity and validity["stable"]),
-        "validity": {k: validity[k] for k in ("windows", "stability", "percentiles", "rate_per_s", "required")}
+        "validity": {k: validity[k] for k in ("windows", "stability", "percentiles", "latency_bound",
+                                               "rate_per_s", "required")}
         if validity else None,
         "cold_start": _cold_start(loaded, result),
         "scenario": {k: v for k, v in (result or {}).items() if k not in _STANDARD_RESULT},
@@ -57,6 +63,7 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
     }
     for reason in summary["invalid_reasons"]:
         summary["notes"].append(f"{reason['detail']} — {reason['fix']}")
+    summary["notes"] += validity["notes"] if validity else []
     if samples and window_ns and window_ns[1] > window_ns[0]:
         inferences = count * batch or None
         summary["energy"] = energy_summary(samples, window_ns[0], window_ns[1], inferences,

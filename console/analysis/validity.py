@@ -8,6 +8,14 @@
 - percentile sufficiency: each reported percentile needs `stats.min_samples_for_percentile(q)` samples
   (LoadGen's early-stopping bound: p90 64, p99 662 at 99% confidence).
 
+The server scenario is judged as LoadGen judges it, not on stability: Poisson arrivals make the queueing, and so
+the window medians, vary from window to window at any load (a steady run at 50% load spreads by well over 10%),
+so stability is reported there but never fails the run. Instead, with a latency bound (`--latency-bound-ms`):
+the measured p99 (`server_latency_percentile`) must be within it and no query dropped ("latency_bound",
+LoadGen's performance constraint), and the queries over the bound must be few enough to show the true p99 is
+within it at `percentile_confidence` ("early_stopping", LoadGen's server early stopping). Without a bound only
+duration, count and the percentiles' backing are judged, and a note says so.
+
 Every failed rule comes back as {rule, detail, fix}; the fix names the CLI option and the value to use,
 estimated from the rate this run achieved. `warmup_stable` is the matching test for ending a warm-up. Qt-free,
 numpy only.
@@ -42,6 +50,8 @@ class ValidityRules:
     warmup_windows, warmup_tolerance, max_warmup_s: for the warm-up loop: warm-up may end once `warmup_stable`
         holds for the latest iterations, and stops at max_warmup_s whether or not it did (the summary then
         says so).
+    server_latency_percentile: the percentile a server run's latency bound applies to (LoadGen's
+        target_latency_percentile, 99 for its server benchmarks).
     """
 
     min_duration_s: float = 2.0
@@ -56,6 +66,7 @@ class ValidityRules:
     warmup_windows: int = 3
     warmup_tolerance: float = 0.10
     max_warmup_s: float = 30.0
+    server_latency_percentile: float = 99.0
 
     def validate(self) -> ValidityRules:
         """Raise ValueError naming the first bad setting; return self."""
@@ -80,23 +91,32 @@ class ValidityRules:
             raise ValueError(f"warmup_windows must be ≥ 2, got {self.warmup_windows!r}")
         if not self.max_warmup_s >= 0:
             raise ValueError(f"max_warmup_s must be ≥ 0, got {self.max_warmup_s!r}")
+        if not 0 < self.server_latency_percentile < 100:
+            raise ValueError(f"server_latency_percentile must lie strictly between 0 and 100, got "
+                             f"{self.server_latency_percentile!r}")
         return self
 
 
 # ---- Public API
 def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None, *,
-           duration_s: float | None = None, warmup_latency_ns: Any = None) -> dict[str, Any]:
+           duration_s: float | None = None, warmup_latency_ns: Any = None, scenario: str | None = None,
+           latency_bound_ms: float | None = None, dropped: int = 0) -> dict[str, Any]:
     """Judge one run's measured iterations.
 
     latency_ns: each measured iteration's latency; t_ns: each one's start (perf_counter_ns, as the `latencies`
     events carry them; None = back to back, starts from the cumulative latencies). duration_s: the measured
     wall time when known (the `result` event's measured_s), else from the first start to the last end.
     warmup_latency_ns: the warm-up iterations, when recorded (reported under "warmup", never a failure).
+    scenario: "server" judges the latency bound instead of stability (module docstring); any other value, or
+    None, keeps the stability rule. latency_bound_ms, dropped: the server run's bound (None: not given) and the
+    queries it issued but never served (each counts as over the bound).
 
-    Returns: valid, invalid_reasons [{rule, detail, fix}], stable, stability {spread, tolerance, medians_ms},
-    windows [{index, start_s, end_s, count, median_ms}], percentiles {"p99": {required, have, sufficient}},
-    count, duration_s, rate_per_s, required {iterations, duration_s} (the smallest run that meets the count
-    rules at the observed rate), warmup {iterations, stable} | None, notes, rules (the settings used).
+    Returns: valid, invalid_reasons [{rule, detail, fix}], stable, stability {spread, tolerance, medians_ms,
+    judged}, windows [{index, start_s, end_s, count, median_ms}], percentiles {"p99": {required, have,
+    sufficient}}, latency_bound {bound_ms, percentile, value_ms, over, queries, required, met,
+    early_stopping_met} | None (server runs with a bound), count, duration_s, rate_per_s, required
+    {iterations, duration_s} (the smallest run that meets the count rules at the observed rate), warmup
+    {iterations, stable} | None, notes, rules (the settings used).
     """
     rules = (rules or ValidityRules()).validate()
     latency = np.asarray(latency_ns, dtype=np.float64).ravel()
@@ -113,7 +133,10 @@ def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None
     reasons: list[dict[str, str]] = []
     notes: list[str] = []
 
-    required_iterations = max([rules.min_count] + [_needed(q, rules) for q in rules.percentiles])
+    server = scenario == "server"
+    bound = _latency_bound(latency, latency_bound_ms, dropped, rules) if server and n else None
+    required_iterations = max([rules.min_count] + [_needed(q, rules) for q in rules.percentiles]
+                              + ([bound["required"]] if bound else []))
     # 10% margin on the count-derived time: the rate varies between runs
     required_s = max(rules.min_duration_s, math.ceil(required_iterations / rate * 1.1)) if rate else None
 
@@ -148,8 +171,20 @@ def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None
 
     windows = _windows(latency, starts, rules)
     stable, stability, stability_reason = _stability(windows, n, rate, measured_s, rules)
-    if stability_reason and n:
+    stability["judged"] = not server
+    if stability_reason and n and server:
+        notes.append(f"stability is not judged for the server scenario (Poisson arrivals make queueing vary "
+                     f"between windows): {stability_reason['detail']}")
+    elif stability_reason and n:
         reasons.append(stability_reason)
+    if server and n:
+        reason = _latency_bound_reason(bound, rate, rules) if bound else None
+        if reason:
+            reasons.append(reason)
+        if latency_bound_ms is None:
+            notes.append(f"no latency bound was given (--latency-bound-ms), so the server run's "
+                         f"p{rules.server_latency_percentile:g} was not judged against one; only duration, count "
+                         f"and the percentiles' backing were")
 
     warmup = None
     if warmup_latency_ns is not None:
@@ -162,7 +197,8 @@ def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None
 
     return {
         "valid": not reasons, "invalid_reasons": reasons, "stable": stable, "stability": stability,
-        "windows": windows, "percentiles": percentiles, "count": n, "duration_s": measured_s,
+        "windows": windows, "percentiles": percentiles, "latency_bound": bound, "count": n,
+        "duration_s": measured_s,
         "rate_per_s": rate,
         "required": {"iterations": required_iterations,
                      "duration_s": float(required_s) if required_s is not None else None},
@@ -198,6 +234,52 @@ def _needed_cached(q: float, confidence: float, tolerance: float) -> int:
 
 def _needed(q: float, rules: ValidityRules) -> int:
     return _needed_cached(float(q), rules.percentile_confidence, rules.percentile_tolerance)
+
+
+def _latency_bound(latency: np.ndarray, bound_ms: float | None, dropped: int,
+                   rules: ValidityRules) -> dict[str, Any] | None:
+    """The server run against its bound, as LoadGen's performance constraint and early stopping see it."""
+    if bound_ms is None:
+        return None
+    if not bound_ms > 0:
+        raise ValueError(f"latency_bound_ms must be a positive number of milliseconds, got {bound_ms!r}")
+    if dropped < 0:
+        raise ValueError(f"dropped must be a count ≥ 0, got {dropped!r}")
+    q = rules.server_latency_percentile
+    dropped = int(dropped)
+    over = int(np.count_nonzero(latency > bound_ms * 1e6)) + dropped
+    queries = int(latency.size) + dropped
+    value_ms = float(np.percentile(latency, q)) / 1e6
+    # LoadGen's server early stopping: the fewest queries, with `over` of them over the bound, that show the
+    # true percentile is within it at the confidence (the same binomial bound as min_samples_for_percentile)
+    required = min_samples_for_percentile(q, confidence=rules.percentile_confidence,
+                                          tolerance=rules.percentile_tolerance, overlatency=over)
+    met = value_ms <= bound_ms and not dropped
+    return {"bound_ms": float(bound_ms), "percentile": percentile_key(q), "value_ms": value_ms, "over": over,
+            "queries": queries, "dropped": dropped, "required": required, "met": met,
+            "early_stopping_met": queries >= required}
+
+
+def _latency_bound_reason(bound: dict[str, Any], rate: float | None,
+                          rules: ValidityRules) -> dict[str, str] | None:
+    key, limit = bound["percentile"], bound["bound_ms"]
+    if not bound["met"]:
+        dropped = (f"; {bound['dropped']} queries were never served (still queued when the drain ended), "
+                   f"which counts as over it") if bound["dropped"] else ""
+        served = f" (it served {_rate(rate)})" if rate else ""
+        return {"rule": "latency_bound",
+                "detail": f"{key} is {bound['value_ms']:.4g} ms against the {limit:g} ms bound: "
+                          f"{bound['over']} of {bound['queries']} queries took longer{dropped}",
+                "fix": f"lower --qps{served} or raise --latency-bound-ms; --find-peak searches for the highest "
+                       f"rate that meets the bound"}
+    if not bound["early_stopping_met"]:
+        return {"rule": "early_stopping",
+                "detail": f"{key} is {bound['value_ms']:.4g} ms, within the {limit:g} ms bound, but with "
+                          f"{bound['over']} of {bound['queries']} queries over it the run cannot show the true "
+                          f"{key} is within it at {rules.percentile_confidence:.0%} confidence (LoadGen's "
+                          f"early stopping needs {bound['required']} queries)",
+                "fix": _more_iterations_fix(bound["required"], rate)}
+    return None
 
 
 def _windows(latency: np.ndarray, starts: np.ndarray, rules: ValidityRules) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from console import paths
+from console.cluster import parse_on  # noqa: F401 — the commands' import point for --on
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
@@ -49,6 +50,42 @@ def open_writer(args: argparse.Namespace):
         return None
 
 
+def add_cluster_options(parser: argparse.ArgumentParser, cluster_help: str, schedule_help: str,
+                        on: bool) -> None:
+    """--cluster, --on (when `on`), --schedule-timeout and --send-model, in their own group."""
+    group = parser.add_argument_group("lab cluster (needs lab-console[cluster])")
+    group.add_argument("--cluster", metavar="ADDRESS", default=None, help=cluster_help)
+    if on:
+        group.add_argument("--on", metavar="LABEL=VALUE", action="append", default=None,
+                           help="only on a node with this label (repeatable; `labconsole cluster` lists them; "
+                                "node=ID picks one node). Without it: any node that has the target and engine")
+    from console.cli.numbers import number
+
+    group.add_argument("--schedule-timeout", metavar="S", type=number(0, 86400, low_open=True, unit="s"),
+                       default=60.0, help=schedule_help)
+    group.add_argument("--send-model", action="store_true",
+                       help="send the model file to the node by content hash (at most 2 GiB; kept there under its "
+                            "sha256, checked, never executed) instead of needing it at the same path on the node")
+
+
+def join_cluster(address: str | None, why: str) -> int | None:
+    """Join the lab cluster at --cluster ADDRESS: None when joined, else the exit code after saying what is wrong
+    (no --cluster: `why` says what needs one; no Ray, no token, nothing at the address)."""
+    from console.cluster import ClusterError, ClusterUnavailable
+
+    if address is None:
+        return fail(f"{why}: give the cluster with --cluster ADDRESS")
+    try:
+        from console.cluster.connect import connect
+
+        connect(address)
+    except ClusterUnavailable as exc:
+        return fail(str(exc))
+    except ClusterError as exc:
+        return error(exc)
+    return None
+
+
 def fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}g}"
 
@@ -57,7 +94,8 @@ def add_spec_options(parser: argparse.ArgumentParser, fields: Iterable[Any],
                      defaults: Mapping[str, Any] | None = None) -> None:
     """One flag per spec option (engines.spec.spec_fields): dest is the option's path, None = not given.
 
-    Choices are checked by the spec, not by argparse, so the message says what is allowed in the spec's words.
+    Choices are checked by the spec, not by argparse, so the message says what is allowed in the spec's words;
+    numbers are checked against the field's bounds as they are parsed (nan, inf, 1e30 never reach a worker).
     """
     defaults = defaults or {}
     groups: dict[str, Any] = {}
@@ -75,7 +113,9 @@ def add_spec_options(parser: argparse.ArgumentParser, fields: Iterable[Any],
         elif fld.kind == "pairs":
             kwargs.update(action="append", metavar=fld.metavar or "NAME=VALUE")
         else:
-            kwargs.update(type={"int": int, "float": float}.get(fld.kind, str),
+            from console.cli.numbers import spec_type
+
+            kwargs.update(type=spec_type(fld) if fld.kind in ("int", "float") else str,
                           metavar=fld.metavar or _METAVARS.get(fld.kind) or fld.name.upper())
         groups[title].add_argument(fld.flag, **kwargs)
 

@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fail, fmt, wants_json
+from console.cli.numbers import number
 
 NAME = "compare"
 FAIL_ON = ("slower", "faster", "different")
@@ -16,8 +17,8 @@ HELP = "is run B faster or slower than run A?"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_a", metavar="RUN_A", help="run id or a unique prefix (≥ 4 characters)")
     parser.add_argument("run_b", metavar="RUN_B")
-    parser.add_argument("--noise", type=float, default=0.02, help="ratio band treated as noise (default 0.02 = ±2%%)")
-    parser.add_argument("--alpha", type=float, default=0.01, help="Mann-Whitney U significance (default 0.01)")
+    parser.add_argument("--noise", type=number(0, 1, high_open=True), default=0.02, help="ratio band treated as noise (default 0.02 = ±2%%)")
+    parser.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True), default=0.01, help="Mann-Whitney U significance (default 0.01)")
     parser.add_argument("--fail-on", choices=FAIL_ON, default=None,
                         help="exit with status 1 when B is slower / faster / either (for CI)")
 
@@ -27,10 +28,6 @@ def main(args: argparse.Namespace) -> int:
     from console.analysis.fingerprint import differences
     from console.history import HistoryError, open_reader
 
-    if not 0 <= args.noise < 1:
-        return fail(f"--noise: must be from 0 to 1 (a fraction: 0.02 = ±2%), got {args.noise}")
-    if not 0 < args.alpha < 1:
-        return fail(f"--alpha: must be between 0 and 1, got {args.alpha}")
     try:
         with open_reader(db_path(args)) as store:
             runs = []

@@ -5,17 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fail, fmt, wants_json
+from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fmt, wants_json
+from console.cli.numbers import whole
 
 NAME = "history"
 HELP = "list stored runs, newest first"
 
 
+MAX_LIMIT = 1_000_000_000  # SQLite takes a 64-bit LIMIT; beyond a billion rows is a typo
 FILTERS = ("model", "engine", "target", "precision", "tag", "since", "until")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--limit", type=int, default=50)
+    parser.add_argument("--limit", type=whole(1, MAX_LIMIT), default=50, metavar="N",
+                        help=f"at most N runs, 1 to {MAX_LIMIT:,} (default 50)")
     for name in FILTERS:
         metavar = "DATE" if name in ("since", "until") else name.upper()
         parser.add_argument(f"--{name}", metavar=metavar,
@@ -29,8 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from console.history import HistoryError, open_reader
 
-    if args.limit < 1:
-        return fail(f"--limit: must be ≥ 1, got {args.limit}")
     if not db_path(args).exists():  # nothing run yet: an empty list, and the history is not created by reading
         if wants_json(args):
             emit_json([])

@@ -7,7 +7,16 @@ import argparse
 import sys
 from typing import Any
 
-from console.cli.common import EXIT_OK, emit_json, error, fail, wants_json
+from console.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    emit_json,
+    error,
+    fail,
+    join_cluster,
+    parse_on,
+    wants_json,
+)
 
 NAME = "machine"
 HELP = "measured ceilings of a target: peak FLOP/s, memory and storage bandwidth, per-call floors"
@@ -23,17 +32,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--refresh", action="store_true", help="measure now instead of showing the stored card")
     parser.add_argument("--storage", default=None, metavar="DIR",
                         help="directory whose sequential read to measure (default: the console's data directory)")
-    parser.add_argument("--repeats", type=int, default=5, metavar="N", help="measurements per ceiling (default 5)")
+    from console.cli.numbers import whole
+
+    parser.add_argument("--repeats", type=whole(1, 1000), default=5, metavar="N",
+                        help="measurements per ceiling, 1 to 1000 (default 5)")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes: checks the machinery in seconds, but the figures are not ceilings")
+    parser.add_argument("--cluster", default=None, metavar="ADDRESS",
+                        help="measure the card on every node of this lab cluster (or those --on picks), each on its "
+                             "own machine, and keep them in this history (for `whatif --onto HOST`)")
+    parser.add_argument("--on", action="append", metavar="LABEL=VALUE",
+                        help="with --cluster: only the nodes with this label (repeatable)")
 
 
 def main(args: argparse.Namespace) -> int:
     from console.history import HistoryError
     from console.machine import MachineError, card_for
 
-    if args.repeats < 1:
-        return fail(f"--repeats must be at least 1, got {args.repeats}")
+    if args.cluster is not None or args.on:
+        return _fleet(args)
     progress = _progress if sys.stderr.isatty() else None
     try:
         card = card_for(args.target, refresh=args.refresh, storage_dir=args.storage, db=getattr(args, "db", None),
@@ -76,6 +93,46 @@ def card_lines(card: dict[str, Any]) -> list[str]:
     if missing:
         lines += ["", "not available:", *missing]
     return lines
+
+
+def _fleet(args: argparse.Namespace) -> int:
+    """--cluster: each chosen node measures its own card (always measured now); each is kept under the node's
+    host. Exit 1 when any node failed, after keeping the others'."""
+    from console.cluster import ClusterError
+    from console.cluster.cards import measure_on_nodes
+    from console.history import HistoryError
+    from console.machine import store_card
+
+    if args.storage is not None:
+        return fail("--storage names a directory of this machine; with --cluster each node measures its own "
+                    "data directory")
+    try:
+        on = parse_on(args.on or [])
+    except ValueError as exc:
+        return fail(str(exc))
+    problem = join_cluster(args.cluster, "--on measures the cards of a cluster's nodes")
+    if problem is not None:
+        return problem
+    print(f"measuring the {args.target} card on the cluster's nodes (about a minute each, all at once)…",
+          file=sys.stderr)
+    try:
+        results = measure_on_nodes(args.cluster, on, args.target, repeats=args.repeats, quick=args.quick)
+        for result in results:
+            if "card" in result:
+                result["card"]["card_id"] = store_card(result["card"], getattr(args, "db", None), result["host"])
+    except ClusterError as exc:
+        return error(exc)
+    except HistoryError as exc:
+        return error(exc)
+    if wants_json(args):
+        emit_json(results)
+    else:
+        for result in results:
+            if "card" in result:
+                print("\n".join(card_lines(result["card"])) + "\n")
+            else:
+                print(f"node {str(result['node_id'])[:8]}: no card: {result['error']}\n", file=sys.stderr)
+    return EXIT_FAILED if any("error" in r for r in results) else EXIT_OK
 
 
 def _progress(text: str) -> None:

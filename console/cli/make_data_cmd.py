@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 
 from console.cli.common import EXIT_OK, emit_json, fail, wants_json
+from console.cli.numbers import whole
 
 NAME = "make-data"
 HELP = "write deterministic sample files (one sample of a model's input each) for --scenario input-pipeline"
 USES_HISTORY = False
+MAX_COUNT = 10_000_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,10 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shape", default=None, metavar="SHAPE", help="instead of --model: one sample's shape, "
                                                                        "batch excluded (e.g. 3x224x224)")
     parser.add_argument("--dtype", default="float32", help="with --shape: the samples' dtype (default float32)")
-    parser.add_argument("--count", type=int, default=256, metavar="N", help="how many files (default 256)")
+    parser.add_argument("--count", type=whole(1, MAX_COUNT), default=256, metavar="N",
+                        help=f"how many files, 1 to {MAX_COUNT:,} (default 256)")
     parser.add_argument("--format", default="npy", choices=("npy", "f32", "bin"),
                         help="npy (numpy.save), f32 (raw float32) or bin (raw, the input's dtype); default npy")
-    parser.add_argument("--seed", type=int, default=0, help="content seed (default 0)")
+    parser.add_argument("--seed", type=whole(0, 2**32 - 1), default=0, help="content seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -32,8 +35,6 @@ def main(args: argparse.Namespace) -> int:
 
     if (args.model is None) == (args.shape is None):
         return fail("give either --model NAME (a catalog model) or --shape SHAPE (one sample, batch excluded)")
-    if args.count < 1:
-        return fail(f"--count: must be ≥ 1, got {args.count}")
     try:
         layout = (layout_for_catalog(args.model) if args.model else
                   InputLayout("input", tuple(parse_shape(args.shape)), args.dtype))

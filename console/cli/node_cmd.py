@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from console.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, emit_json, fail
+from console.cli.numbers import whole
 
 NAME = "node"
 HELP = "start or stop Ray on this machine, with its hardware facts as node labels (needs lab-console[cluster])"
@@ -20,11 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("start", "stop"))
     parser.add_argument("--head", action="store_true", help="start a new cluster with this machine as its head")
     parser.add_argument("--address", metavar="HOST:PORT", default=None, help="join the cluster whose head is here")
-    parser.add_argument("--port", type=int, default=None, metavar="P", help="the head's port (default 6379)")
+    parser.add_argument("--port", type=whole(1, 65535), default=None, metavar="P", help="the head's port (default 6379)")
     parser.add_argument("--host", metavar="ADDRESS", default=None,
                         help="the address other lab machines reach this one on (default 127.0.0.1: this machine "
                              "only). Exposing it lets anyone who reaches it and has the token run code here")
-    parser.add_argument("--num-cpus", type=int, default=None, metavar="N", help="CPUs Ray may schedule here")
+    parser.add_argument("--num-cpus", type=whole(0, 65536), default=None, metavar="N", help="CPUs Ray may schedule here")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fail, fmt, wants_json
+from console.cli.numbers import number
 
 NAME = "regressions"
 HELP = "find step changes (slow-downs) in each configuration's series of runs; exit 1 when one is found"
@@ -17,7 +18,7 @@ DESCRIPTION = ("A series is the completed, valid runs of one configuration (same
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--since", metavar="DATE", help="only steps whose first slow run started on or after DATE")
     parser.add_argument("--threshold", default="5%", help="smallest change reported (default 5%%; 0.05 works too)")
-    parser.add_argument("--alpha", type=float, default=0.01, help="significance of the permutation test")
+    parser.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True), default=0.01, help="significance of the permutation test")
     parser.add_argument("--improvements", action="store_true", help="also list steps that made it faster")
 
 
@@ -28,8 +29,6 @@ def main(args: argparse.Namespace) -> int:
     threshold = _fraction(args.threshold)
     if threshold is None:
         return fail(f"--threshold: a percentage or a fraction below 1 (5% or 0.05), got {args.threshold!r}")
-    if not 0 < args.alpha < 1:
-        return fail(f"--alpha: must be between 0 and 1, got {args.alpha}")
     if not db_path(args).exists():
         found = []
     else:

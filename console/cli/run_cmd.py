@@ -12,12 +12,16 @@ from console.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    add_cluster_options,
     add_spec_options,
     emit_json,
+    error,
     fail,
     fmt,
+    join_cluster,
     open_writer,
     option_problem,
+    parse_on,
     spec_values,
     wants_json,
 )
@@ -34,17 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the spec in this JSON file (a RunSpec, or one run written by `labconsole export "
                              "--format json`) instead of spec flags")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
-    cluster = parser.add_argument_group("lab cluster (needs lab-console[cluster])")
-    cluster.add_argument("--cluster", metavar="ADDRESS", default=None,
-                         help="run on a node of this Ray lab cluster (HOST:PORT of its head) instead of here")
-    cluster.add_argument("--on", metavar="LABEL=VALUE", action="append", default=None,
-                         help="only on a node with this label (repeatable; `labconsole cluster` lists them; "
-                              "node=ID picks one node). Without it: any node that has the target and engine")
-    cluster.add_argument("--schedule-timeout", metavar="S", type=float, default=60.0,
-                         help="fail when no node starts the run within S seconds (default 60)")
-
+    add_cluster_options(parser, "run on a node of this Ray lab cluster (HOST:PORT of its head) instead of here",
+                        "fail when no node starts the run within S seconds (default 60)", on=True)
 
 def main(args: argparse.Namespace) -> int:
+    from console.history import HistoryError
     from console.session import RunSession
     from console.specs import SpecError, build_spec
     from engines.spec import spec_fields
@@ -59,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
         except SpecError as exc:
             return fail(option_problem(exc))
     remote = None
-    if args.cluster is not None or args.on:
+    if args.cluster is not None or args.on or args.send_model:
         remote = _remote(args)
         if isinstance(remote, int):
             return remote
@@ -71,11 +69,15 @@ def main(args: argparse.Namespace) -> int:
                          telemetry_hz=None if args.no_telemetry else 10.0, remote=remote)
     previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
     try:
-        session.start()
+        try:
+            session.start()
+        except HistoryError as exc:  # the run cannot be recorded (e.g. a name SQLite cannot store): not started
+            return error(exc)
         record = session.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
         writer.close()
+    record = _checked_storage(record, writer)
     report = _run_report(record, spec)
     if as_json:
         emit_json(report)
@@ -85,41 +87,35 @@ def main(args: argparse.Namespace) -> int:
 
 
 # ---- Private API
+def _checked_storage(record: dict[str, Any], writer: Any) -> dict[str, Any]:
+    """After the writer closed: a run whose data did not all reach the file is `failed` (exit 1), never
+    `completed` — the last commit at close can fail too (disk full)."""
+    from console.session import storage_problem
+
+    if record["status"] == "failed" or (record["summary"] or {}).get("storage"):
+        return record
+    lost = storage_problem(writer, record["run_id"], int(record["summary"]["iterations"] or 0))
+    if lost is None:
+        return record
+    summary = {**record["summary"], "storage": lost}
+    return {**record, "status": "failed", "message": lost["message"], "summary": summary}
+
+
 def _remote(args: argparse.Namespace) -> Any:
     """The RemoteRun factory for --cluster/--on, or an exit code after saying what is wrong."""
     import functools
 
-    from console.cli.common import error
-    from console.cluster import ClusterError, ClusterUnavailable
-
-    if args.cluster is None:
-        return fail("--on picks a node of a cluster: give the cluster with --cluster ADDRESS")
     try:
         on = parse_on(args.on or [])
     except ValueError as exc:
         return fail(str(exc))
-    try:
-        from console.cluster.connect import connect
-        from console.cluster.dispatch import RemoteRun
+    problem = join_cluster(args.cluster, "--on and --send-model are about a node of a lab cluster")
+    if problem is not None:
+        return problem
+    from console.cluster.dispatch import RemoteRun
 
-        connect(args.cluster)
-    except ClusterUnavailable as exc:
-        return fail(str(exc))
-    except ClusterError as exc:
-        return error(exc)
-    return functools.partial(RemoteRun, address=args.cluster, on=on, schedule_timeout_s=args.schedule_timeout)
-
-
-def parse_on(pairs: list[str]) -> dict[str, str]:
-    """--on LABEL=VALUE pairs (each may hold several, comma-separated) → {label: value}."""
-    out: dict[str, str] = {}
-    for text in pairs:
-        for pair in filter(None, (p.strip() for p in text.split(","))):
-            key, sep, value = pair.partition("=")
-            if not sep or not key.strip() or not value.strip():
-                raise ValueError(f"--on {pair!r}: expected LABEL=VALUE, e.g. --on accel=cpu")
-            out[key.strip()] = value.strip()
-    return out
+    return functools.partial(RemoteRun, address=args.cluster, on=on, schedule_timeout_s=args.schedule_timeout,
+                             send_model=args.send_model)
 
 
 def _spec_from_file(args: argparse.Namespace, fields) -> Any:
@@ -161,6 +157,7 @@ def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:
         "baseline": _baseline(summary.get("baseline")),
         "details": (record.get("environment") or {}).get("engine", {}),
         "node": _node((record.get("environment") or {}).get("node")),
+        "storage": summary.get("storage"),  # set when the history lacks part of the run (then status is failed)
     }
 
 

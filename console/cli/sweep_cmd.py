@@ -15,12 +15,15 @@ from console.cli.common import (
     EXIT_CANCELLED,
     EXIT_FAILED,
     EXIT_OK,
+    add_cluster_options,
     add_spec_options,
     emit_json,
     fail,
     fmt,
+    join_cluster,
     open_writer,
     option_problem,
+    parse_on,
     spec_values,
     wants_json,
 )
@@ -51,13 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-impossible", action="store_true",
                         help="run the points that can run and list the others (default: refuse the sweep)")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the runs")
-    cluster = parser.add_argument_group("lab cluster (needs lab-console[cluster])")
-    cluster.add_argument("--cluster", metavar="ADDRESS", default=None,
-                         help="run the points on the nodes of this Ray lab cluster (HOST:PORT of its head); "
-                              "without --on, each on any node that has the target")
-    cluster.add_argument("--schedule-timeout", metavar="S", type=float, default=60.0,
-                         help="a point fails when no node starts it within S seconds (default 60)")
-
+    add_cluster_options(parser, "run the points on the nodes of this Ray lab cluster (HOST:PORT of its head); "
+                                "without --on, each on any node that has the target",
+                        "a point fails when no node starts it within S seconds (default 60)", on=False)
 
 def main(args: argparse.Namespace) -> int:
     """Every point checked first, then run one at a time; Ctrl+C stops after the point."""
@@ -78,7 +77,7 @@ def main(args: argparse.Namespace) -> int:
         return fail(option_problem(exc))
     base.setdefault("scenario", "single-stream")
     remote_for = None
-    if args.cluster is not None or grid.on:
+    if args.cluster is not None or grid.on or args.send_model:
         remote_for = _remote_for(args)
         if isinstance(remote_for, int):
             return remote_for
@@ -122,25 +121,15 @@ def _remote_for(args: argparse.Namespace) -> Any:
     saying what is wrong (no --cluster, no Ray, no token, nothing at the address)."""
     import functools
 
-    from console.cli.common import error
-    from console.cli.run_cmd import parse_on
-    from console.cluster import ClusterError, ClusterUnavailable
-
-    if args.cluster is None:
-        return fail("--on sweeps over the nodes of a lab cluster: give the cluster with --cluster ADDRESS")
-    try:
-        from console.cluster.connect import connect
-        from console.cluster.dispatch import RemoteRun
-
-        connect(args.cluster)
-    except ClusterUnavailable as exc:
-        return fail(str(exc))
-    except ClusterError as exc:
-        return error(exc)
+    problem = join_cluster(args.cluster, "--on and --send-model are about the nodes of a lab cluster")
+    if problem is not None:
+        return problem
+    from console.cluster.dispatch import RemoteRun
 
     def remote_for(point: dict[str, Any]) -> Any:
         on = parse_on([point["on"]]) if point.get("on") else None
-        return functools.partial(RemoteRun, address=args.cluster, on=on, schedule_timeout_s=args.schedule_timeout)
+        return functools.partial(RemoteRun, address=args.cluster, on=on, schedule_timeout_s=args.schedule_timeout,
+                                 send_model=args.send_model)
 
     return remote_for
 

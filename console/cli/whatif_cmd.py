@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fail, fmt, wants_json
+from console.cli.numbers import number, whole
 
 NAME = "whatif"
 HELP = "project an analysed run onto another machine's card or another thread count"
@@ -21,10 +22,13 @@ HELP = "project an analysed run onto another machine's card or another thread co
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", metavar="RUN", help="an analysed run (labconsole analyze): id or unique prefix")
     parser.add_argument("--onto", metavar="HOST[/TARGET]", help="the newest stored card of another host")
-    parser.add_argument("--peak-gflops", type=float, metavar="X", help="typed-in peak of the run's precision (GFLOP/s)")
-    parser.add_argument("--bandwidth-gbs", type=float, metavar="X", help="typed-in memory bandwidth (GB/s)")
-    parser.add_argument("--call-floor-us", type=float, metavar="X", help="typed-in per-call floor of the engine (µs)")
-    parser.add_argument("--threads", type=int, metavar="N", help="project onto N intra-op threads")
+    parser.add_argument("--peak-gflops", type=number(0, 1e9, low_open=True, unit="GFLOP/s"), metavar="X",
+                        help="typed-in peak of the run's precision (GFLOP/s)")
+    parser.add_argument("--bandwidth-gbs", type=number(0, 1e8, low_open=True, unit="GB/s"), metavar="X",
+                        help="typed-in memory bandwidth (GB/s)")
+    parser.add_argument("--call-floor-us", type=number(0, 1e9, low_open=True, unit="µs"), metavar="X",
+                        help="typed-in per-call floor of the engine (µs)")
+    parser.add_argument("--threads", type=whole(1, 4096), metavar="N", help="project onto N intra-op threads")
 
 
 def main(args: argparse.Namespace) -> int:

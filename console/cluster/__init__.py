@@ -50,3 +50,16 @@ def label_key(key: str) -> str:
 def short_key(key: str) -> str:
     """The inverse of label_key for display: `labconsole/accel` → `accel`."""
     return key[len(LABEL_PREFIX):] if key.startswith(LABEL_PREFIX) else key
+
+
+def parse_on(pairs: list[str]) -> dict[str, str]:
+    """--on LABEL=VALUE pairs (each may hold several, comma-separated) → {label: value}; ValueError naming the bad
+    pair."""
+    out: dict[str, str] = {}
+    for text in pairs:
+        for pair in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip() or not value.strip():
+                raise ValueError(f"--on {pair!r}: expected LABEL=VALUE, e.g. --on accel=cpu")
+            out[key.strip()] = value.strip()
+    return out

@@ -40,7 +40,7 @@ class RemoteRun:
                  on_sources: Callable[[list[dict[str, Any]]], None] | None = None,
                  on_node: Callable[[dict[str, Any]], None] | None = None, telemetry_hz: float | None = 10.0,
                  schedule_timeout_s: float = SCHEDULE_TIMEOUT_S, silence_timeout_s: float = SILENCE_TIMEOUT_S,
-                 run_id: str | None = None):
+                 run_id: str | None = None, send_model: bool = False):
         self.spec = spec
         self.address = address
         self.selector = facts.selector_for(spec.to_dict(), on)
@@ -52,6 +52,7 @@ class RemoteRun:
         self._schedule_timeout = schedule_timeout_s
         self._silence_timeout = silence_timeout_s
         self._run_id = run_id
+        self._send_model = send_model  # the model file travels by content hash (console.cluster.model_transfer)
         self._phase: str | None = None
         self._cancel_at: float | None = None
         self._offset_ns = 0
@@ -103,7 +104,13 @@ class RemoteRun:
         if not any(facts.matches(n["labels"], self.selector) and n["resources"].get(RUN_RESOURCE)
                    for n in nodes):
             return Outcome("failed", no_node_message(self.selector, nodes))
-        gen = _remote(ray).options(label_selector=self.selector).remote(self.spec.to_dict(), self._telemetry_hz)
+        offered = None
+        if self._send_model and getattr(self.spec, "is_file", False):
+            from console.cluster.model_transfer import offer
+
+            offered = offer(ray, self.spec.model)
+        gen = _remote(ray).options(label_selector=self.selector).remote(self.spec.to_dict(), self._telemetry_hz,
+                                                                         offered)
         if self._run_id:
             registry.put(ray, self._run_id, {"run_id": self._run_id, "model": self.spec.model,
                                              "engine": self.spec.engine, "target": self.spec.target,

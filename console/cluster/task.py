@@ -23,8 +23,9 @@ HEARTBEAT_S = 1.0
 
 
 # ---- Public API
-def run_on_node(spec_data: dict[str, Any], telemetry_hz: float | None):
-    """The generator the Ray task runs (see dispatch.RemoteRun for the console side)."""
+def run_on_node(spec_data: dict[str, Any], telemetry_hz: float | None, offered: dict[str, Any] | None = None):
+    """The generator the Ray task runs (see dispatch.RemoteRun for the console side); `offered`: a model file sent
+    by content hash (console.cluster.model_transfer), used in place of the spec's path."""
     from console.history import host
     from console.runner import WorkerRun
     from console.telemetry.hub import TelemetryHub
@@ -35,6 +36,12 @@ def run_on_node(spec_data: dict[str, Any], telemetry_hz: float | None):
            "node": _node_facts(host.describe())}
     try:
         spec = RunSpec.from_dict(spec_data)
+        if offered is not None:
+            received = _received(offered)
+            if isinstance(received, str):
+                yield _refusal(protocol, "load", received)
+                return
+            spec.model = str(received)
         problem = unreadable_model(spec)  # before validate(), whose "not found" would not say where
         if problem:
             yield _refusal(protocol, "load", problem)
@@ -100,11 +107,26 @@ def unreadable_model(spec: Any) -> str | None:
     else:
         return None
     return (f"refused: the model file {path} is not readable on node {socket.gethostname()} ({why}). A run does "
-            "not carry its model file: put the file at the same path on that node, or choose a node that has it "
-            "with --on host=NAME")
+            "not carry its model file unless asked: put the file at the same path on that node, send it with "
+            "--send-model, or choose a node that has it with --on host=NAME")
 
 
 # ---- Private API
+def _received(offered: dict[str, Any]) -> Any:
+    """The node's copy of a sent model file, or why it could not be received (a message)."""
+    import socket
+
+    import ray
+
+    from console import paths
+    from console.cluster.model_transfer import receive
+
+    try:
+        return receive(ray, offered, paths.data_dir())
+    except (ValueError, OSError) as exc:
+        return f"refused: node {socket.gethostname()} could not receive the model file {offered.get('name')!r}: {exc}"
+
+
 def _node_facts(host_row: dict[str, Any]) -> dict[str, Any]:
     import ray
 

@@ -66,6 +66,13 @@ def cannot_write(path: str | os.PathLike, reason: str, code: int | None = _CANTO
                         path, code)
 
 
+def not_a_file(path: str | os.PathLike) -> HistoryError:
+    """A device, pipe or socket (`--db /dev/null`): SQLite would create `<path>-journal` beside it."""
+    return HistoryError(f"{os.fspath(path)} is not a regular file (a device, pipe or socket), so it cannot hold "
+                        "a history. It was left untouched",
+                        f"give the path of a file (an existing history or a new one) with {DB_CHOICE}.", path)
+
+
 def translate(exc: BaseException, path: str | os.PathLike, doing: str) -> HistoryError:
     """Map an sqlite3/OS exception raised while `doing` something with `path` to a HistoryError."""
     if isinstance(exc, HistoryError):
@@ -95,11 +102,26 @@ def translate(exc: BaseException, path: str | os.PathLike, doing: str) -> Histor
             f"move it aside and start a new history; `sqlite3 {where} .recover` can often salvage its runs.",
             where, code)
     if code in (_BUSY, _LOCKED):
-        return HistoryError(
-            f"{where} stayed locked by another program for more than 5 s ({message}) while {doing}",
-            "close the other program writing to it (another Lab Console, a sqlite3 shell, Datasette with "
-            f"write access), or choose another path with {DB_CHOICE}.", where, code)
+        return _locked(where, message, doing, code)
     return HistoryError(
         f"the history database {where} failed while {doing}: {type(exc).__name__}: {message}",
         f"retry; if it persists, report it with the file attached and meanwhile use another path with {DB_CHOICE}.",
         where, code)
+
+
+def _locked(where: str, message: str, doing: str, code: int) -> HistoryError:
+    """"Locked" names who holds the lock when we can tell: a Lab Console recording a run (its writer lock file
+    is held) is not "another program", and the fix then is to wait for it, not to close something."""
+    from console.history.lock import live_writer
+
+    if live_writer(where):
+        return HistoryError(
+            f"{where} stayed locked for more than 5 s while {doing}: a Lab Console (this one or another) is "
+            f"recording a run into it and did not let go ({message})",
+            "retry in a moment (its writer commits every second, so a longer lock means its disk is stalling), or "
+            f"let that run finish; reading the history never waits. Or choose another path with {DB_CHOICE}.",
+            where, code)
+    return HistoryError(
+        f"{where} stayed locked by another program for more than 5 s ({message}) while {doing}",
+        "close the other program writing to it (a sqlite3 shell, Datasette with write access, a script), or "
+        f"choose another path with {DB_CHOICE}.", where, code)

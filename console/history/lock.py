@@ -54,3 +54,21 @@ class WriterLock:
             os.close(self._fd)  # closing the descriptor drops the lock
             self._fd = None
             self._shared = False
+
+
+def live_writer(db_path: str | os.PathLike) -> bool:
+    """True when a store is recording runs into `db_path` right now (holds its lock file), this process
+    included. Only looks: the lock file is opened read-only and never created."""
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(f"{os.fspath(db_path)}-lock", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # drops the lock if we took it
+    return False

@@ -268,6 +268,9 @@ def _source_version(path: Path) -> int:
     try:
         version = schema.read_version(conn)
         tables = schema.user_tables(conn) if version == 0 else []
+    except schema.NotAHistory as exc:  # another tool's schema_version table
+        raise HistoryError(f"{path} is an SQLite database but not a Lab Console history ({exc}). It was left "
+                           "untouched", _IMPORT_FIX, path) from exc
     except sqlite3.Error as exc:
         raise translate(exc, path, "reading the history to import") from exc
     finally:

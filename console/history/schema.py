@@ -142,12 +142,39 @@ LATEST_VERSION = MIGRATIONS[-1][0]
 
 
 # ---- Public API
+class NotAHistory(Exception):
+    """The file has a `schema_version` table, but not the one Lab Console writes (another tool's)."""
+
+
+# The tables each version adds and keeps: a file that claims version N without them is another tool's.
+_TABLES_OF = {1: ("hosts", "runs", "samples"), 2: ("sweeps",), 3: ("machine_cards", "ops", "artifacts"),
+              4: ("latency_chunks", "run_facts", "baselines", "imports")}
+
+
 def read_version(conn: sqlite3.Connection) -> int:
-    """The schema version recorded in the file, 0 for a new (empty) database. Reads only."""
+    """The schema version recorded in the file, 0 for a new (empty) database. Reads only.
+
+    Raises NotAHistory when `schema_version` is not Lab Console's (other columns, a version such as '1.2',
+    or the tables that version implies are missing): such a file must be refused, never migrated."""
     if not _has_table(conn, "schema_version"):
         return 0
-    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
-    return int(row[0] or 0)
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(schema_version)")}
+    if not {"version", "applied_at"} <= columns:
+        raise NotAHistory(f"its schema_version table has the columns {', '.join(sorted(columns))}, not Lab "
+                          "Console's version and applied_at")
+    count, high, low = conn.execute("SELECT COUNT(*), MAX(version), MIN(version) FROM schema_version").fetchone()
+    odd = conn.execute("SELECT version FROM schema_version WHERE typeof(version) != 'integer' LIMIT 1").fetchone()
+    if odd is not None:
+        raise NotAHistory(f"its schema_version table holds the version {odd[0]!r}, not a Lab Console version "
+                          "number")
+    if not count or low < 1:
+        raise NotAHistory("its schema_version table is empty" if not count else
+                          f"its schema_version table holds the version {low}, not a Lab Console version number")
+    missing = [name for version in range(1, min(int(high), LATEST_VERSION) + 1)
+               for name in _TABLES_OF.get(version, ()) if not _has_table(conn, name)]
+    if missing:
+        raise NotAHistory(f"it records schema version {high} but has no {', '.join(missing)} table")
+    return int(high)
 
 
 def user_tables(conn: sqlite3.Connection) -> list[str]:
@@ -157,15 +184,28 @@ def user_tables(conn: sqlite3.Connection) -> list[str]:
 
 
 def migrate(db: Database, current: int) -> list[int]:
-    """Apply every migration above `current` in one transaction; return the versions applied."""
-    pending = [(version, step) for version, step in MIGRATIONS if version > current]
-    if not pending:
+    """Apply every migration above the file's version in one transaction; return the versions applied.
+
+    `current` is the version read before; it is read again under the write lock (BEGIN IMMEDIATE), so two
+    consoles creating or upgrading the same file at once both succeed: the second finds the work done."""
+    if not [version for version, _ in MIGRATIONS if version > current]:
         return []
-    with db.atomic():
-        db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL)")
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = read_version(conn)
+        pending = [(version, step) for version, step in MIGRATIONS if version > current]
+        if pending:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, "
+                         "applied_at TEXT NOT NULL)")
         for version, step in pending:
             step(db)
-            db.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", [version, utc_now()])
+            conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", [version, utc_now()])
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
     return [version for version, _ in pending]
 
 

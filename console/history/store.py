@@ -1,9 +1,11 @@
 """HistoryStore: one connection to the run history, used from one thread.
 
 The file is plain SQLite (WAL mode) so `sqlite-utils` and Datasette can open it next to a running console.
-Opening validates before it writes: a file that is not SQLite, or was written by a newer Lab Console, is
-refused and left byte-for-byte untouched, because a history is worth more than the run being started.
-Bulk inserts do not commit; the HistoryWriter decides when (at least every second).
+Opening validates before it writes: a file that is not SQLite, not a regular file, another tool's database or
+one written by a newer Lab Console is refused and left byte-for-byte untouched, because a history is worth more
+than the run being started. Readers (`open_reader`) get their own read-only connection and never write.
+Bulk inserts (latencies, samples) are held in memory and written at commit in one short transaction, so a
+live run holds the write lock for milliseconds a second and a second console never waits long.
 """
 
 from __future__ import annotations
@@ -22,20 +24,22 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from console.history import host, jsoncols, latency_codec, schema, v4_upgrade
+from console.history import host, jsoncols, latency_codec, recovery, schema, v4_upgrade
 from console.history.errors import (
     OTHER_FILE_FIX,
     WRITABLE_FIX,
     HistoryError,
     cannot_write,
     not_a_database,
+    not_a_file,
+    sqlite_code,
     translate,
 )
 from console.history.lock import WriterLock
+from console.history.recovery import INTERRUPTED_ERROR  # noqa: F401 - part of the store's public names
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_S = 5.0
-INTERRUPTED_ERROR = "the console stopped before this run finished; data up to the last commit is kept"
 MIN_PREFIX = 4
 _JSON_COLUMNS = ("spec", "summary", "environment", "sweep_point", "configuration", "tags")
 _FACTS = ", ".join(f"f.{c}" for c in ("fingerprint", "configuration", "tags", "note", "precision",
@@ -65,15 +69,20 @@ class HistoryStore:
     """Open (create, validate, migrate) the history at `path`; see the module docstring for the rules."""
 
     # ---- Public API
-    def __init__(self, path: str | os.PathLike, read_only: bool = False):
+    def __init__(self, path: str | os.PathLike, read_only: bool = False, *, upgrade_only: bool = False):
         """`read_only`: open to read and never write — no migration, no host record, no recovery of
         interrupted runs; a file of an older schema is refused with the fix (a read-only reader cannot
-        migrate it). Every write method then fails with sqlite's 'readonly' error."""
+        migrate it). Every write method then fails with sqlite's 'readonly' error.
+
+        `upgrade_only`: open to migrate and nothing else (no host record, no recovery), for open_reader on
+        an older file; such a store only reads afterwards."""
         self.path = Path(path).expanduser()
         self.read_only = read_only
         self._conn: sqlite3.Connection | None = None
         self._lock: WriterLock | None = None
         self._pending: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        self._pending_samples: list[tuple] = []
+        self._known_runs: set[str] = set()  # runs seen to exist: their samples are not looked up again
         self._next_seq: dict[str, int] = {}
         if read_only:
             self._open_read_only()
@@ -85,7 +94,10 @@ class HistoryStore:
             self._db.enable_wal()
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
-            schema.migrate(self._db, schema.read_version(self._conn))
+            self._migrate()
+            if upgrade_only:
+                self.host_id, self.hostname = None, None
+                return
             self.host_id, self.hostname = self._register_host()
             self._lock = WriterLock(self.path)
             self._recover_interrupted()
@@ -104,6 +116,7 @@ class HistoryStore:
         """Record a new `running` run; spec is a mapping (or a dataclass) stored as JSON. Commits."""
         spec = _as_dict(spec)
         run_id = run_id or uuid.uuid4().hex
+        check_storable(spec, self.path)
         row = {column: _text_or_none(spec.get(column)) for column in _SPEC_COLUMNS}
         row.update(run_id=str(run_id), host_id=self.host_id, status="running", started_at=schema.utc_now(),
                    batch=_int_or_none(spec.get("batch")), spec=_dumps(spec, "spec"))
@@ -120,7 +133,8 @@ class HistoryStore:
                 raise HistoryError(f"run {run_id} already exists in {self.path}",
                                    "leave run_id out (a fresh uuid4 is used) or pass a new one.",
                                    self.path) from exc
-            self._connection.commit()
+            self._commit_pending()
+        self._known_runs.add(str(run_id))
         return str(run_id)
 
     def finish_run(self, run_id: str, status: str, summary: Mapping[str, Any] | None = None,
@@ -141,7 +155,7 @@ class HistoryStore:
                 self._refresh_identity(run_id)
             self._flush_latencies()
             self._compact_latencies(run_id)
-            self._connection.commit()
+            self._commit_pending()
 
     def set_environment(self, run_id: str, environment: Mapping[str, Any]) -> None:
         """Store what the run ran on (versions, driver, CPU flags) as soon as it is known. Commits."""
@@ -151,27 +165,32 @@ class HistoryStore:
             self._require_run(cursor, run_id)
             self._refresh_identity(run_id)
             self._flush_latencies()
-            self._connection.commit()
+            self._commit_pending()
 
     def set_host(self, run_id: str, host_row: Mapping[str, Any]) -> None:
         """Record that a run ran on another machine (a run dispatched to a lab node): that host's row is added
         or refreshed and the run points at it, so its series and baseline are the node's. Commits."""
+        with self._guard(f"recording the host of run {run_id}"):
+            host_id = self._upsert_host(host_row)
+            cursor = self._connection.execute("UPDATE runs SET host_id = ? WHERE run_id = ?", [host_id, run_id])
+            self._require_run(cursor, run_id)
+            self._refresh_identity(run_id)
+            self._commit_pending()
+
+    def _upsert_host(self, host_row: Mapping[str, Any]) -> str:
+        """Add or refresh another machine's hosts row (a node's `console.history.host.describe()`); its host_id.
+        Does not commit: the caller's transaction does."""
         row = {key: _text_or_none(host_row.get(key)) for key in ("host_id", "hostname", "os", "machine", "cpu",
                                                                   "python")}
         if not row["host_id"]:
             raise ValueError("a host row needs its host_id")
-        with self._guard(f"recording the host of run {run_id}"):
-            self._connection.execute(
-                "INSERT INTO hosts (host_id, hostname, os, machine, cpu, python, first_seen) "
-                "VALUES (:host_id, :hostname, :os, :machine, :cpu, :python, :first_seen) "
-                "ON CONFLICT(host_id) DO UPDATE SET hostname = excluded.hostname, os = excluded.os, "
-                "machine = excluded.machine, cpu = excluded.cpu, python = excluded.python",
-                {**row, "first_seen": schema.utc_now()})
-            cursor = self._connection.execute("UPDATE runs SET host_id = ? WHERE run_id = ?",
-                                              [row["host_id"], run_id])
-            self._require_run(cursor, run_id)
-            self._refresh_identity(run_id)
-            self._connection.commit()
+        self._connection.execute(
+            "INSERT INTO hosts (host_id, hostname, os, machine, cpu, python, first_seen) "
+            "VALUES (:host_id, :hostname, :os, :machine, :cpu, :python, :first_seen) "
+            "ON CONFLICT(host_id) DO UPDATE SET hostname = excluded.hostname, os = excluded.os, "
+            "machine = excluded.machine, cpu = excluded.cpu, python = excluded.python",
+            {**row, "first_seen": schema.utc_now()})
+        return row["host_id"]
 
     def add_latencies(self, run_id: str, t_ns: Sequence[int] | np.ndarray, latency_ns: Sequence[int] | np.ndarray) -> None:
         """Append iterations (start timestamp, duration) in arrival order. Does not commit: they are held here
@@ -184,23 +203,21 @@ class HistoryStore:
             return
         run_id = str(run_id)
         if run_id not in self._next_seq:  # the first batch of a run: refuse an unknown run now, not at commit
+            self._require_known(run_id, "recording latencies")
             with self._guard(f"recording latencies for run {run_id}"):
-                if self._connection.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone() is None:
-                    raise HistoryError(f"recording latencies for run {run_id} was refused: there is no such run "
-                                       f"in {self.path}", "create a run with create_run() before writing its data.",
-                                       self.path)
                 row = self._connection.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM latency_chunks "
                                                "WHERE run_id = ?", [run_id]).fetchone()
             self._next_seq[run_id] = int(row[0])
         self._pending.setdefault(run_id, []).append((starts, durations))
 
     def add_samples(self, run_id: str, rows: Iterable[tuple[int, str, str, float, str, str]]) -> None:
-        """Append telemetry rows (t_ns, source, metric, value, unit, method). Does not commit."""
-        records = [(run_id, *sample_row(row)) for row in rows]
-        with self._guard(f"recording samples for run {run_id}"):
-            self._connection.executemany(
-                "INSERT INTO samples (run_id, t_ns, source, metric, value, unit, method) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                records)
+        """Append telemetry rows (t_ns, source, metric, value, unit, method). Does not commit: like latencies
+        they are held here and written at the next commit, so no write transaction stays open in between."""
+        records = [(str(run_id), *sample_row(row)) for row in rows]
+        if not records:
+            return
+        self._require_known(str(run_id), "recording samples")
+        self._pending_samples.extend(records)
 
     # ---- Sweeps: a grid of runs started as one action; each run is tagged with its sweep and its point
     def create_sweep(self, name: str, grid: Mapping[str, Any], base: Mapping[str, Any] | None = None,
@@ -221,7 +238,7 @@ class HistoryStore:
                 raise HistoryError(f"sweep {sweep_id} already exists in {self.path}",
                                    "leave sweep_id out (a fresh uuid4 is used) or pass a new one.",
                                    self.path) from exc
-            self._connection.commit()
+            self._commit_pending()
         return sweep_id
 
     def tag_run(self, run_id: str, sweep_id: str, point: Mapping[str, Any]) -> None:
@@ -230,7 +247,7 @@ class HistoryStore:
             cursor = self._connection.execute("UPDATE runs SET sweep_id = ?, sweep_point = ? WHERE run_id = ?",
                                               [sweep_id, _dumps(point, "sweep_point"), run_id])
             self._require_run(cursor, run_id)
-            self._connection.commit()
+            self._commit_pending()
 
     def finish_sweep(self, sweep_id: str, status: str, summary: Mapping[str, Any] | None = None) -> None:
         """Close a sweep with a final status; a None summary keeps what is stored. Commits."""
@@ -243,7 +260,7 @@ class HistoryStore:
             if cursor.rowcount == 0:
                 raise HistoryError(f"there is no sweep {sweep_id} in {self.path}",
                                    "create it with create_sweep() first (check the sweep id).", self.path)
-            self._connection.commit()
+            self._commit_pending()
 
     def list_sweeps(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Sweeps newest first, JSON columns decoded, with `runs` and `completed` (how many of its runs)."""
@@ -276,17 +293,20 @@ class HistoryStore:
                 _RUN_SELECT + " WHERE runs.sweep_id = ? ORDER BY runs.started_at, runs.rowid", [sweep_id]))]
 
     # ---- Machine cards, per-op profiles and artifacts (schema v3)
-    def add_machine_card(self, card: Mapping[str, Any], card_id: str | None = None) -> str:
-        """Keep a target's measured ceilings (engines.machine's card) for this host. Commits."""
+    def add_machine_card(self, card: Mapping[str, Any], card_id: str | None = None,
+                         host_row: Mapping[str, Any] | None = None) -> str:
+        """Keep a target's measured ceilings (engines.machine's card) for this host, or for the host of `host_row`
+        (a card a lab node measured of itself). Commits."""
         card = _as_dict(card)
         card_id = card_id or uuid.uuid4().hex
-        row = {"card_id": card_id, "host_id": self.host_id, "hostname": _text_or_none(card.get("host")),
-               "target": str(card.get("target") or "cpu"), "device_name": _text_or_none(card.get("device_name")),
-               "measured_at": str(card.get("measured_at") or schema.utc_now()), "card": _dumps(card, "card")}
         with self._guard("storing a machine card"):
+            host_id = self._upsert_host(host_row) if host_row else self.host_id
+            row = {"card_id": card_id, "host_id": host_id, "hostname": _text_or_none(card.get("host")),
+                   "target": str(card.get("target") or "cpu"), "device_name": _text_or_none(card.get("device_name")),
+                   "measured_at": str(card.get("measured_at") or schema.utc_now()), "card": _dumps(card, "card")}
             self._connection.execute(f"INSERT INTO machine_cards ({', '.join(row)}) VALUES "
                                      f"({', '.join('?' * len(row))})", list(row.values()))
-            self._connection.commit()
+            self._commit_pending()
         return card_id
 
     def machine_cards(self, hostname: str | None = None, target: str | None = None,
@@ -322,7 +342,7 @@ class HistoryStore:
         with self._guard(f"storing the profile of run {run_id}"):
             self._connection.executemany("INSERT INTO ops (run_id, op, calls, time_s, flops, bytes, detail) "
                                          "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-            self._connection.commit()
+            self._commit_pending()
 
     def ops(self, run_id: str) -> list[dict[str, Any]]:
         """A run's per-op profile in the order it was stored (details merged back in)."""
@@ -338,7 +358,7 @@ class HistoryStore:
             self._connection.execute("INSERT INTO artifacts (artifact_id, run_id, kind, path, bytes, created_at) "
                                      "VALUES (?, ?, ?, ?, ?, ?)",
                                      [artifact_id, run_id, kind, str(path), _int_or_none(size), schema.utc_now()])
-            self._connection.commit()
+            self._commit_pending()
         return artifact_id
 
     def artifacts(self, run_id: str, kind: str | None = None) -> list[dict[str, Any]]:
@@ -350,12 +370,12 @@ class HistoryStore:
 
     def commit(self) -> None:
         with self._guard("committing"):
-            self._flush_latencies()
-            self._connection.commit()
+            self._commit_pending()
 
     def rollback(self) -> None:
         """Drop what was written since the last commit (the writer replays it after a disk-full error)."""
         self._pending.clear()
+        self._pending_samples.clear()
         self._next_seq.clear()
         with self._guard("rolling back"):
             self._connection.rollback()
@@ -421,7 +441,7 @@ class HistoryStore:
             self._connection.execute("UPDATE runs SET summary = ? WHERE run_id = ?",
                                      [_dumps(summary, "summary"), run_id])
             self._set_summary_columns(run_id, summary)
-            self._connection.commit()
+            self._commit_pending()
 
     def set_baseline(self, run_id: str) -> str:
         """Make a completed, valid run the baseline of its configuration (replacing the previous one); returns
@@ -443,7 +463,7 @@ class HistoryStore:
             self._connection.execute("INSERT INTO baselines (fingerprint, run_id, set_at) VALUES (?, ?, ?) "
                                      "ON CONFLICT(fingerprint) DO UPDATE SET run_id = excluded.run_id, "
                                      "set_at = excluded.set_at", [run["fingerprint"], run["run_id"], schema.utc_now()])
-            self._connection.commit()
+            self._commit_pending()
         return str(run["fingerprint"])
 
     def baseline_of(self, fingerprint: str) -> dict[str, Any] | None:
@@ -457,7 +477,7 @@ class HistoryStore:
         """Forget a configuration's baseline; False when it had none. Commits."""
         with self._guard("clearing a baseline"):
             cursor = self._connection.execute("DELETE FROM baselines WHERE fingerprint = ?", [fingerprint])
-            self._connection.commit()
+            self._commit_pending()
         return cursor.rowcount > 0
 
     def baselines(self) -> list[dict[str, Any]]:
@@ -517,6 +537,7 @@ class HistoryStore:
         if metric is not None:
             sql, params = sql + " AND metric = ?", [run_id, metric]
         with self._guard(f"reading samples of run {run_id}"):
+            self._flush_latencies()
             return _dicts(self._connection.execute(sql + " ORDER BY t_ns, rowid", params))
 
     def metrics(self, run_id: str) -> list[str]:
@@ -563,6 +584,11 @@ class HistoryStore:
                                "new run_id.", self.path) from exc
         except (sqlite3.Error, OSError) as exc:
             raise translate(exc, self.path, doing) from exc
+        except UnicodeEncodeError as exc:  # a lone surrogate in a note, a tag, a path: SQLite stores UTF-8 only
+            raise HistoryError(f"{doing} was refused: the text holds {ascii(exc.object[exc.start:exc.end])}, which "
+                               "is not a character (a byte of text in another encoding)",
+                               "use plain Unicode text (rename the file if the text is a file name).",
+                               self.path) from exc
 
     def _connect(self) -> sqlite3.Connection:
         """Connect and read the schema version without writing anything, refusing files we must not touch."""
@@ -572,13 +598,17 @@ class HistoryStore:
             raise translate(exc, self.path, "opening the history") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-            version = schema.read_version(conn)
+            conn.execute("BEGIN")  # one read snapshot: a console creating the file at this moment is seen whole
+            try:
+                version = _version_or_refuse(conn, self.path)
+                foreign = schema.user_tables(conn) if version == 0 else []
+            finally:
+                conn.rollback()
             if version > schema.LATEST_VERSION:
                 raise HistoryError(
                     f"{self.path} was written by a newer Lab Console (history schema version {version}; this "
                     f"build reads up to {schema.LATEST_VERSION}). It was left untouched",
                     "upgrade Lab Console, or point --db / LABCONSOLE_DB at another file.", self.path)
-            foreign = schema.user_tables(conn) if version == 0 else []
             if foreign:
                 raise HistoryError(
                     f"{self.path} is an SQLite database but not a Lab Console history (it holds tables "
@@ -590,46 +620,63 @@ class HistoryStore:
             raise
         return conn
 
+    def _migrate(self) -> None:
+        """Bring the file to the latest schema (a no-op read when it is there); refuses another tool's file."""
+        try:
+            schema.migrate(self._db, schema.read_version(self._connection))
+        except schema.NotAHistory as exc:
+            raise _foreign(self.path, str(exc)) from exc
+
     def _register_host(self) -> tuple[str, str]:
+        """This machine's hosts row, written only when it is missing or changed: an open that has nothing new
+        to say takes no write lock, so it never waits on a run another console is recording."""
         row = host.describe()
-        self._conn.execute(  # type: ignore[union-attr]
-            "INSERT INTO hosts (host_id, hostname, os, machine, cpu, python, first_seen) "
-            "VALUES (:host_id, :hostname, :os, :machine, :cpu, :python, :first_seen) "
-            "ON CONFLICT(host_id) DO UPDATE SET hostname = excluded.hostname, os = excluded.os, "
-            "machine = excluded.machine, cpu = excluded.cpu, python = excluded.python",
-            {**row, "first_seen": schema.utc_now()})
-        self._conn.commit()  # type: ignore[union-attr]
+        columns = ("hostname", "os", "machine", "cpu", "python")
+        stored = self._connection.execute(f"SELECT {', '.join(columns)} FROM hosts WHERE host_id = ?",
+                                          [row["host_id"]]).fetchone()
+        if stored is None or tuple(stored) != tuple(row[column] for column in columns):
+            self._connection.execute(
+                "INSERT INTO hosts (host_id, hostname, os, machine, cpu, python, first_seen) "
+                "VALUES (:host_id, :hostname, :os, :machine, :cpu, :python, :first_seen) "
+                "ON CONFLICT(host_id) DO UPDATE SET hostname = excluded.hostname, os = excluded.os, "
+                "machine = excluded.machine, cpu = excluded.cpu, python = excluded.python",
+                {**row, "first_seen": schema.utc_now()})
+            self._commit_pending()
         return row["host_id"], row["hostname"]
 
     def _recover_interrupted(self) -> None:
-        """Runs left `running` by a console that is gone become `interrupted` (see lock.py for 'gone')."""
+        """Runs left `running` by a console that is gone become `interrupted`, with a summary of what they
+        stored (recovery.py; see lock.py for 'gone')."""
         assert self._lock is not None and self._conn is not None
         if not self._lock.no_live_writer():
             return
         try:
-            self._conn.execute("UPDATE runs SET status = 'interrupted', ended_at = ?, error = COALESCE(error, ?) "
-                               "WHERE status = 'running'", [schema.utc_now(), INTERRUPTED_ERROR])
-            if "sweeps" in schema.user_tables(self._conn):  # absent only while a test holds the schema back
-                self._conn.execute("UPDATE sweeps SET status = 'interrupted', ended_at = ? WHERE status = 'running'",
-                                   [schema.utc_now()])
-            self._conn.commit()
+            recovery.recover(self._conn)
         finally:
             self._lock.release_exclusive()
 
+    def _commit_pending(self) -> None:
+        """Every commit writes what is held too: rows left pending past a commit could later be dropped by a
+        rollback that the writer, which replays only what it applied since its last commit, would not see."""
+        self._flush_latencies()
+        self._connection.commit()
+
+    def _require_known(self, run_id: str, doing: str) -> None:
+        """Refuse data for a run that does not exist now (a read, no lock), not later at commit."""
+        if run_id in self._known_runs:
+            return
+        with self._guard(f"{doing} for run {run_id}"):
+            found = self._connection.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        if found is None:
+            raise HistoryError(f"{doing} for run {run_id} was refused: there is no such run in {self.path}",
+                               "create a run with create_run() before writing its data.", self.path)
+        self._known_runs.add(run_id)
+
     def _open_read_only(self) -> None:
-        if not self.path.is_file():
-            raise HistoryError(f"there is no history at {self.path}", "check the path (--db / LABCONSOLE_DB), or "
-                               "run something first so the history is created.", self.path)
-        _check_magic(self.path)
-        try:
-            self._conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-            # A reader lists thousands of runs: a page cache up to 64 MiB (taken only as pages are read) holds the
-            # listing index and run_facts, where the default 2 MiB re-reads them (10,000 runs: 60 → 45 ms here).
-            self._conn.execute("PRAGMA cache_size=-65536")
-            version = schema.read_version(self._conn)
-        except sqlite3.Error as exc:
-            self._abandon()
-            raise translate(exc, self.path, "opening the history to read") from exc
+        self._conn, version = _read_only_connection(self.path)
+        # A reader lists thousands of runs: a page cache up to 64 MiB (taken only as pages are read) holds the
+        # listing index and run_facts, where the default 2 MiB re-reads them (10,000 runs: 60 → 45 ms here).
+        self._conn.execute("PRAGMA cache_size=-65536")
         if version != schema.LATEST_VERSION:
             self._abandon()
             newer = version > schema.LATEST_VERSION
@@ -645,7 +692,7 @@ class HistoryStore:
         with self._guard(f"{doing} run {run_id}"):
             cursor = self._connection.execute(f"UPDATE run_facts SET {column} = ? WHERE run_id = ?", [value, run_id])
             self._require_run(cursor, run_id)
-            self._connection.commit()
+            self._commit_pending()
 
     def _set_summary_columns(self, run_id: str, summary: Mapping[str, Any]) -> None:
         plain = v4_upgrade.summary_columns(jsoncols.finite(dict(summary)))
@@ -666,7 +713,13 @@ class HistoryStore:
                                  [*identity, run_id])
 
     def _flush_latencies(self) -> None:
-        """Write the iterations held since the last commit, one chunk (or a few) per run."""
+        """Write the samples and iterations held since the last commit (iterations: one chunk or a few per
+        run). Called just before commit, so the write transaction lasts only as long as these inserts."""
+        if self._pending_samples:
+            self._connection.executemany(
+                "INSERT INTO samples (run_id, t_ns, source, metric, value, unit, method) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                self._pending_samples)
+            self._pending_samples.clear()
         while self._pending:
             run_id, parts = next(iter(self._pending.items()))
             t_ns = np.concatenate([t for t, _ in parts])
@@ -714,29 +767,97 @@ class HistoryStore:
 
 
 def open_reader(path: str | os.PathLike) -> HistoryStore:
-    """A read-only store for commands that only read (history, compare, export, regressions …): no host record,
-    no recovery, no write lock, so it never waits on a live run's writer and never changes the file. The one
-    exception is a file of an older schema, upgraded once (as any Lab Console that opens it would) before it
-    is read; a file that does not exist yet is an error naming the fix."""
+    """A read-only store for commands that only read (history, compare, export, regressions …): its own
+    read-only connection, no host record, no recovery, no write lock, so it never waits on a live run's writer
+    and never changes the file (a file on a read-only disk or directory is read too). The one exception is a
+    file of an older schema, upgraded once (as any Lab Console that opens it would: only the migration, in one
+    transaction) before it is read; a file that does not exist yet is an error naming the fix."""
     path = Path(path).expanduser()
-    if not path.is_file():
-        raise HistoryError(f"there is no history at {path} yet", "run something first (`labconsole run` or the "
-                           "window), or point --db / LABCONSOLE_DB at an existing history.", path)
-    _check_magic(path)
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-        try:
-            version = schema.read_version(conn)
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise translate(exc, path, "opening the history to read") from exc
+    conn, version = _read_only_connection(path)
+    conn.close()
     if version < schema.LATEST_VERSION:
-        HistoryStore(path).close()  # migrates, in one transaction
+        _upgrade(path)
     return HistoryStore(path, read_only=True)
 
 
+def check_storable(spec: Mapping[str, Any], path: str | os.PathLike | None = None) -> None:
+    """Refuse a spec whose text SQLite cannot store (a lone surrogate such as '\\udcff': a byte of a file name or
+    an argument in another encoding), naming the field, before anything is measured for it."""
+    for column in _SPEC_COLUMNS:
+        value = spec.get(column)
+        if value is None:
+            continue
+        try:
+            str(value).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            flag = "--name" if column == "name" else f"--{column}"
+            raise HistoryError(
+                f"the run's {column} {ascii(str(value))} cannot be stored in the history: it holds "
+                f"{ascii(exc.object[exc.start:exc.end])}, which is not a character (a byte of text in another "
+                "encoding, e.g. from a file name)",
+                f"give a {column} in plain Unicode text ({flag} TEXT); rename the file if it came from one.",
+                path) from exc
+
+
 # ---- Private helpers
+def _read_only_connection(path: Path) -> tuple[sqlite3.Connection, int]:
+    """A read-only connection to an existing history and its schema version; writes nothing.
+
+    SQLite reads a WAL file through a `-shm` file it creates next to it; on a read-only directory or disk it
+    cannot, so the file is then opened immutable (nobody can be writing it there either)."""
+    if not path.exists():
+        raise HistoryError(f"there is no history at {path} yet", "run something first (`labconsole run` or the "
+                           "window), or point --db / LABCONSOLE_DB at an existing history.", path)
+    if not path.is_file():
+        raise not_a_file(path) if not path.is_dir() else HistoryError(
+            f"{path} is a directory, not a database file",
+            f"give a file path such as {path / 'history.db'} with --db PATH or LABCONSOLE_DB.", path)
+    _check_magic(path)
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    for attempt in (uri, f"{uri}&immutable=1"):
+        conn = None
+        try:
+            conn = sqlite3.connect(attempt, uri=True, timeout=BUSY_TIMEOUT_S)
+            return conn, _version_or_refuse(conn, path)
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            if attempt == uri and sqlite_code(exc) in (_READONLY, _CANTOPEN) and _unwritable_dir(path):
+                continue
+            raise translate(exc, path, "opening the history to read") from exc
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+_READONLY, _CANTOPEN = 8, 14
+
+
+def _unwritable_dir(path: Path) -> bool:
+    """No -shm can be created beside the file, and no -wal is there for an immutable open to overlook."""
+    return not os.access(path.parent, os.W_OK) and not Path(f"{path}-wal").exists()
+
+
+def _version_or_refuse(conn: sqlite3.Connection, path: Path) -> int:
+    try:
+        return schema.read_version(conn)
+    except schema.NotAHistory as exc:
+        raise _foreign(path, str(exc)) from exc
+
+
+def _foreign(path: Path, detail: str) -> HistoryError:
+    return HistoryError(f"{path} is an SQLite database but not a Lab Console history ({detail}). It was left "
+                        "untouched", OTHER_FILE_FIX, path)
+
+
+def _upgrade(path: Path) -> None:
+    """Migrate an older history so it can be read: validation, the WAL switch and the migration, nothing else
+    (no host record, no recovery: reading must not change what the file says about runs)."""
+    HistoryStore(path, upgrade_only=True).close()
+
+
 def _check_file(path: Path) -> None:
     """Refuse, before SQLite opens anything, a path we cannot write or a file that is not SQLite."""
     try:
@@ -750,6 +871,8 @@ def _check_file(path: Path) -> None:
         if not os.access(path.parent, os.W_OK | os.X_OK):
             raise cannot_write(path, "Permission denied")
         return
+    if not path.is_file():  # /dev/null, a pipe: SQLite would "open" it and create <path>-journal beside it
+        raise not_a_file(path)
     if not os.access(path, os.R_OK | os.W_OK):
         raise cannot_write(path, "Permission denied")
     _check_magic(path)

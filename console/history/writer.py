@@ -10,6 +10,10 @@ When a write fails for a reason that can go away (disk full, I/O error, database
 `on_error` once, the uncommitted work is kept in a bounded backlog and retried every second, so freeing disk
 space lets the run continue without a gap. A write refused for good (unknown run, bad data) is reported and
 dropped. on_error is called on this thread: a GUI must marshal it to its own thread.
+
+Whatever a run loses (rows dropped, rows still waiting when its session ends) is counted per run:
+`unstored(run_id)` tells the session, which then reports the run `failed` with the cause and how much is
+missing, instead of `completed`.
 """
 
 from __future__ import annotations
@@ -29,13 +33,15 @@ import numpy as np
 
 from console.history import schema
 from console.history.errors import HistoryError, translate
-from console.history.store import HistoryStore, json_copy, sample_row
+from console.history.store import HistoryStore, check_storable, json_copy, sample_row
 
 log = logging.getLogger(__name__)
 ErrorHandler = Callable[[HistoryError], None]
 _COMMITTING = frozenset({"create_run", "finish_run", "set_environment", "set_host", "create_sweep", "tag_run", "finish_sweep",
                          "add_machine_card", "add_ops", "add_artifact"})  # the store commits these itself
 _DRAIN_MAX = 1000  # ops handled between two looks at the commit clock
+_RUN_ARG = {"create_run": 1, "add_latencies": 0, "add_samples": 0, "finish_run": 0, "set_environment": 0,
+            "set_host": 0, "tag_run": 0, "add_ops": 0, "add_artifact": 0}  # where an op names its run
 
 
 @dataclass
@@ -48,6 +54,16 @@ class _Op:
     @property
     def rows(self) -> int:
         return len(self.args[1]) if self.kind in ("add_latencies", "add_samples") else 1
+
+    @property
+    def run_id(self) -> str | None:
+        index = _RUN_ARG.get(self.kind)
+        return None if index is None else str(self.args[index])
+
+    def counts(self) -> dict[str, int]:
+        """What this op would store, in unstored()'s words."""
+        key = {"add_latencies": "iterations", "add_samples": "samples"}.get(self.kind, "writes")
+        return {key: self.rows}
 
 
 class HistoryWriter(threading.Thread):
@@ -75,6 +91,10 @@ class HistoryWriter(threading.Thread):
         self._backlog: list[_Op] = []  # waiting for a transient failure to clear, in order
         self._failing: HistoryError | None = None
         self._last_commit = time.monotonic()
+        self._ledger = threading.Lock()
+        self._lost: dict[str, dict[str, int]] = {}  # per run: rows and writes dropped for good
+        self._trouble: dict[str, HistoryError] = {}  # per run: the first error that dropped or held its data
+        self._unrecorded: set[str] = set()  # runs whose creation was refused: their data has nowhere to go
 
     @classmethod
     def open(cls, path: str | os.PathLike, on_error: ErrorHandler | None = None, **options: Any) -> HistoryWriter:
@@ -94,9 +114,12 @@ class HistoryWriter(threading.Thread):
             raise self._open_error
 
     def create_run(self, spec: Mapping[str, Any] | Any, run_id: str | None = None) -> str:
-        """Queue a new run and return its id (a fresh uuid4 hex when not given)."""
+        """Queue a new run and return its id (a fresh uuid4 hex when not given). A spec whose text cannot be
+        stored (check_storable) raises HistoryError here, before anything is measured for it."""
         run_id = run_id or uuid.uuid4().hex
-        self._put(_Op("create_run", (json_copy(spec, "spec"), run_id)))
+        copy = json_copy(spec, "spec")
+        check_storable(copy, self.path)
+        self._put(_Op("create_run", (copy, run_id)))
         return run_id
 
     def add_latencies(self, run_id: str, t_ns: Sequence[int] | np.ndarray, latency_ns: Sequence[int] | np.ndarray) -> None:
@@ -139,10 +162,11 @@ class HistoryWriter(threading.Thread):
             raise ValueError(f"status must be one of {', '.join(schema.SWEEP_FINAL_STATUSES)}, got {status!r}")
         self._put(_Op("finish_sweep", (sweep_id, status, json_copy(summary, "summary"))))
 
-    def add_machine_card(self, card: Mapping[str, Any]) -> str:
-        """Queue a machine card (engines.machine) for this host; returns its id."""
+    def add_machine_card(self, card: Mapping[str, Any], host_row: Mapping[str, Any] | None = None) -> str:
+        """Queue a machine card (engines.machine) for this host, or for `host_row`'s (a lab node's); its id."""
         card_id = uuid.uuid4().hex
-        self._put(_Op("add_machine_card", (json_copy(card, "card"), card_id)))
+        self._put(_Op("add_machine_card", (json_copy(card, "card"), card_id,
+                                           None if host_row is None else json_copy(host_row, "host"))))
         return card_id
 
     def add_ops(self, run_id: str, ops: Iterable[Mapping[str, Any]]) -> None:
@@ -153,7 +177,10 @@ class HistoryWriter(threading.Thread):
         self._put(_Op("add_artifact", (run_id, kind, str(path), size)))
 
     def flush(self, timeout: float = 10) -> bool:
-        """Block until everything queued before this call is committed; False on timeout or a pending failure."""
+        """Block until everything queued before this call is committed; False on timeout or a pending failure.
+        After close(): whether everything was committed."""
+        if not self.is_alive():
+            return self._fatal is None and not self._backlog
         op = _Op("flush", done=threading.Event())
         try:
             self._put(op)
@@ -176,6 +203,25 @@ class HistoryWriter(threading.Thread):
     def backlog_rows(self) -> int:
         """Rows waiting for a failing disk to accept them (0 when all is well)."""
         return sum(op.rows for op in list(self._backlog))
+
+    def unstored(self, run_id: str) -> dict[str, Any] | None:
+        """What of this run is not in the file now: {"iterations", "samples", "writes" (other records such
+        as the run's end), "error": the HistoryError that caused it}, counting rows dropped for good and rows
+        still waiting for a failing disk; None when everything queued for it so far is stored or on its way.
+        Call it after flush() for an exact answer."""
+        run_id = str(run_id)
+        missing = {"iterations": 0, "samples": 0, "writes": 0}
+        with self._ledger:
+            for key, count in self._lost.get(run_id, {}).items():
+                missing[key] += count
+            error = self._trouble.get(run_id)
+        for op in list(self._backlog):
+            if op.run_id == run_id:
+                for key, count in op.counts().items():
+                    missing[key] += count
+        if not any(missing.values()):
+            return None
+        return {**missing, "error": error or self._failing or self.last_error}
 
     # ---- Private API: caller side
     def _put(self, op: _Op) -> None:
@@ -232,8 +278,12 @@ class HistoryWriter(threading.Thread):
                 self._commit()
 
     def _apply(self, op: _Op) -> None:
+        if op.run_id in self._unrecorded and op.kind != "create_run":
+            self._lose(op, None)  # said once, when its creation was refused
+            return
         if self._backlog:
             self._backlog.append(op)
+            self._hold(op, self._failing)
             self._trim_backlog()
             return
         try:
@@ -243,6 +293,7 @@ class HistoryWriter(threading.Thread):
                 self._to_backlog(err, op)
             else:
                 self._report(err)
+                self._lose(op, err)
             return
         if op.kind in _COMMITTING:
             self._committed()
@@ -286,6 +337,7 @@ class HistoryWriter(threading.Thread):
                     del self._backlog[:done]
                     return False
                 self._report(err)
+                self._lose(op, err)
                 continue
             if op.kind in _COMMITTING:
                 done = index + 1
@@ -309,6 +361,8 @@ class HistoryWriter(threading.Thread):
         if self._failing is None:  # once per failure, not every second
             self._failing = err
             self._report(err)
+        for held in self._backlog:
+            self._hold(held, self._failing)
         self._trim_backlog()
 
     def _trim_backlog(self) -> None:
@@ -319,7 +373,9 @@ class HistoryWriter(threading.Thread):
             if index is None:
                 break
             rows -= self._backlog[index].rows
-            dropped += self._backlog.pop(index).rows
+            lost = self._backlog.pop(index)
+            dropped += lost.rows
+            self._lose(lost, self._failing)
         if dropped:
             self._report(HistoryError(
                 f"dropped the {dropped} oldest unwritten latency/telemetry rows: the history at {self.path} has "
@@ -336,6 +392,26 @@ class HistoryWriter(threading.Thread):
     def _committed(self) -> None:
         self._uncommitted = []
         self._last_commit = time.monotonic()
+
+    def _lose(self, op: _Op, err: HistoryError | None) -> None:
+        """Count what `op` would have stored for its run as lost for good."""
+        run_id = op.run_id
+        if run_id is None:
+            return
+        if op.kind == "create_run":
+            self._unrecorded.add(run_id)
+        with self._ledger:
+            lost = self._lost.setdefault(run_id, {})
+            for key, count in op.counts().items():
+                lost[key] = lost.get(key, 0) + count
+            if err is not None:
+                self._trouble.setdefault(run_id, err)
+
+    def _hold(self, op: _Op, err: HistoryError | None) -> None:
+        """`op` waits in the backlog: remember why, for unstored()."""
+        if op.run_id is not None and err is not None:
+            with self._ledger:
+                self._trouble.setdefault(op.run_id, err)
 
     def _report(self, err: HistoryError) -> None:
         self.last_error = err

@@ -7,6 +7,7 @@ typo never silently shrinks a grid. Combinations (bf16 on ONNX Runtime) are `exp
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,7 +110,9 @@ def _parse_list(axis: str, text: str) -> list[Any]:
             try:
                 values.append(int(item))
             except ValueError:
-                raise SweepError(option, f"{item!r} is not a whole number (in {text!r})") from None
+                low, high = _whole_bounds(axis)
+                raise SweepError(option, f"{item!r} is not a whole number (in {text!r}); give whole numbers from "
+                                         f"{low} to {high}") from None
         elif axis == "qps":
             try:
                 values.append(float(item))
@@ -122,6 +125,14 @@ def _parse_list(axis: str, text: str) -> list[Any]:
     return values
 
 
+def _whole_bounds(axis: str) -> tuple[int, int]:
+    """The spec's range for a whole-number axis (batch, threads), for the message that refuses a typo."""
+    from engines.options import int_bounds
+    from engines.spec import spec_fields
+
+    return int_bounds(next(fld for fld in spec_fields() if fld.path == axis))
+
+
 def _check_value(axis: str, value: Any) -> None:
     option = AXIS_OPTIONS[axis]
     if axis in ("batch", "threads"):
@@ -130,7 +141,7 @@ def _check_value(axis: str, value: Any) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise SweepError(option, f"{show_value(value)} is not a whole number ≥ 1")
     elif axis == "qps":
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0 or value != value:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < math.inf:
             raise SweepError(option, f"{show_value(value)} is not a request rate > 0 (queries per second)")
     elif axis == "precision":
         if value not in backends.precisions():

@@ -41,6 +41,11 @@ class TelemetryHub:
     def is_alive(self) -> bool:
         return self._sampler.is_alive()
 
+    @property
+    def death(self) -> dict[str, Any] | None:
+        """How the sampler died on its own (Sampler.death), None while it lives: a run notes what it covered."""
+        return self._sampler.death
+
     def watch(self, pid: int | None) -> None:
         """Attribute worker metrics (RSS, CPU, GPU memory) to this process from now on."""
         self._sampler.watch(pid)

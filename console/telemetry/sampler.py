@@ -228,11 +228,21 @@ class Sampler:
 
     def __init__(self, rate_hz: float = DEFAULT_RATE_HZ, sources: list[str] | None = None, *,
                  on_samples: Callable[[list[Sample]], None],
-                 on_sources: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
+                 on_sources: Callable[[list[dict[str, Any]]], None] | None = None,
+                 on_death: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """`on_death(death)`: the process ended without being stopped (see `death`); from the reader thread."""
         self.rate_hz = validate_rate(rate_hz)
         self.source_names = check_names(sources)
         self._on_samples = on_samples
         self._on_sources = on_sources
+        self._on_death = on_death
+        self._stopping = False
+        self._first_t_ns: int | None = None
+        self._last_t_ns: int | None = None
+        self._rows = 0
+        # Set when the process died on its own: {"exitcode", "t_ns" (when noticed), "first_t_ns", "last_t_ns"
+        # (the samples it delivered), "rows"}; None while it lives or after a clean stop().
+        self.death: dict[str, Any] | None = None
         self._proc: multiprocessing.process.BaseProcess | None = None
         self._conn: multiprocessing.connection.Connection | None = None
         self._reader: threading.Thread | None = None
@@ -276,6 +286,7 @@ class Sampler:
         proc = self._proc
         if proc is None:
             return
+        self._stopping = True
         self._send({"cmd": "stop"})
         proc.join(timeout)
         if proc.is_alive():
@@ -298,6 +309,26 @@ class Sampler:
 
     # ---- Private API
 
+    def _count(self, rows: list[Sample]) -> None:
+        if rows:
+            self._first_t_ns = rows[0][0] if self._first_t_ns is None else self._first_t_ns
+            self._last_t_ns = max(self._last_t_ns or rows[-1][0], rows[-1][0])
+            self._rows += len(rows)
+
+    def _died(self) -> None:
+        """The pipe closed while nobody asked the process to stop: it died (killed, crashed, OOM)."""
+        proc = self._proc
+        if proc is not None:
+            proc.join(1.0)
+        self.death = {"exitcode": proc.exitcode if proc is not None else None, "t_ns": time.perf_counter_ns(),
+                      "first_t_ns": self._first_t_ns, "last_t_ns": self._last_t_ns, "rows": self._rows}
+        log.warning("telemetry sampler died (exit code %s) after %d rows", self.death["exitcode"], self._rows)
+        if self._on_death is not None:
+            try:
+                self._on_death(self.death)
+            except Exception:
+                log.exception("telemetry on_death callback failed")
+
     def _send(self, msg: dict[str, Any]) -> bool:
         conn = self._conn
         if conn is None:
@@ -316,10 +347,13 @@ class Sampler:
             try:
                 msg = conn.recv()
             except (EOFError, OSError):
+                if not self._stopping:
+                    self._died()
                 return
             kind = msg.get("type") if isinstance(msg, dict) else None
             try:
                 if kind == "samples":
+                    self._count(msg["rows"])
                     self._on_samples(msg["rows"])
                 elif kind == "sources":
                     self.sources = msg["sources"]

@@ -44,10 +44,15 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         # (their showEvent may ask for the targets), and a window closed mid-build must close cleanly.
         self._targets: list[dict[str, Any]] = []
         self._discovery = self._inspection = self._cluster = None
+        self._code_files: dict[str, bool] = {}  # model file → it is code (TorchScript), from its inspection
+        self._pending_shortcuts: list[tuple[QtGui.QAction, Any]] = []  # set by attach(), see _action
         self.tabs = QtWidgets.QTabWidget()
         for info in self.page_infos:
             placeholder = QtWidgets.QLabel("Loading…")
-            placeholder.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+            # Centred by style sheet, not setAlignment(Qt.AlignmentFlag…): the first touch of any QtCore.Qt enum
+            # makes PySide build all ~100 of the Qt namespace's Python enums (20–30 ms), which can wait until the
+            # shell has painted.
+            placeholder.setStyleSheet("qproperty-alignment: AlignCenter;")
             self.tabs.addTab(placeholder, info.title)
         self.setCentralWidget(self.tabs)
         self._build_menus()
@@ -93,9 +98,13 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         from console.ui.run_controller import RunController
 
         self.workspace = workspace
+        for action, shortcut in self._pending_shortcuts:
+            action.setShortcut(QtGui.QKeySequence(shortcut))
+        self._pending_shortcuts.clear()
         if workspace.usable:
             self.controller = RunController(workspace, parent=self)
-        context = pages.PageContext(workspace, base_values=self._sweep_base, targets=lambda: self._targets)
+        context = pages.PageContext(workspace, base_values=self._sweep_base, targets=lambda: self._targets,
+                                    cluster_address=lambda: self._cluster.address if self._cluster else "")
         for position, info in enumerate(self.page_infos):
             page = info.build(context)
             placeholder = self.tabs.widget(position)
@@ -175,7 +184,28 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         except SpecError as exc:
             self._show_error(f"The run was not started: {label_for(exc.field)}: {exc.detail}", "Invalid run setup")
             return None
+        if spec.is_file and not spec.trust_code and self._code_files.get(spec.model):
+            if not self._trusts_code(spec.model):
+                self.status.showMessage(f"Not started: {Path(spec.model).name} is code and was not trusted")
+                return None
+            spec.trust_code = True  # for this run only: the form does not keep it
         return self._start_spec(spec, remote=remote)
+
+    def _trusts_code(self, path: str) -> bool:
+        """Ask before running a model file that is code (TorchScript): why it is code, what the sandbox does."""
+        from engines.sandbox import available
+
+        abi, why = available()
+        confined = (f"The worker that runs it is sandboxed here (Landlock ABI {abi}): it can write only in its own "
+                    "temporary folder and cannot open TCP connections; it can still read your files."
+                    if abi else f"This machine offers no sandbox ({why}): it would run with all your rights.")
+        text = (f"{Path(path).name} is TorchScript, and TorchScript is code: its forward and __setstate__ run as "
+                "whoever made the file wrote them, and can create and write files.\n\n"
+                f"{confined}\n\nRun it only if you trust where it came from. Run it this time?")
+        buttons = QtWidgets.QMessageBox.StandardButton
+        answer = QtWidgets.QMessageBox.question(self, "This model file is code", text, buttons.Yes | buttons.No,
+                                                buttons.No)
+        return answer == buttons.Yes
 
     def rerun(self, spec_data: dict[str, Any]) -> str | None:
         """Run a stored spec again (the History page's Re-run): the same path as the Run page's runs, refused
@@ -308,9 +338,13 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         self._action(help_menu, "&About Lab Console", None, self._about)
 
     def _action(self, menu: QtWidgets.QMenu, text: str, shortcut, slot: Callable[[], Any]) -> QtGui.QAction:
+        """A menu entry; its shortcut is set by `attach()` (what it acts on exists from then on): making the first
+        QKeySequence makes PySide build the Qt namespace's Python enums (20–30 ms), after the shell's first paint."""
         action = menu.addAction(text)
-        if shortcut is not None:
+        if shortcut is not None and self.workspace is not None:
             action.setShortcut(QtGui.QKeySequence(shortcut))
+        elif shortcut is not None:
+            self._pending_shortcuts.append((action, shortcut))
         action.triggered.connect(slot)
         return action
 
@@ -427,6 +461,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         if info.get("path") != self.run_page.form.values().get("model"):
             return  # the user picked another model meanwhile
         self.run_page.inputs.set_inputs(info.get("inputs") or [])
+        self._code_files[info["path"]] = bool(info.get("runs_code"))
         self.status.showMessage(f"{Path(info['path']).name}: {info.get('format', '')}, "
                                 f"{len(info.get('inputs') or [])} inputs, sha256 {str(info.get('sha256', ''))[:12]}…")
 

@@ -31,6 +31,7 @@ class PageContext:
     workspace: Workspace
     base_values: Callable[[], dict[str, Any]]  # the Run page's current setup and model inputs
     targets: Callable[[], list[dict[str, Any]]]  # the targets discovered so far
+    cluster_address: Callable[[], str] = lambda: ""  # the lab cluster joined ("" when none)
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ def _history(context: PageContext) -> QtWidgets.QWidget:
 def _sweeps(context: PageContext) -> QtWidgets.QWidget:
     from console.ui.sweep_page import SweepPage
 
-    return SweepPage(context.workspace, base_values=context.base_values, targets=context.targets)
+    return SweepPage(context.workspace, base_values=context.base_values, targets=context.targets,
+                     cluster_address=context.cluster_address)
 
 
 def _system(context: PageContext) -> QtWidgets.QWidget:

@@ -38,7 +38,8 @@ _FIELDS = (("batch", "Batch sizes", "1,2,4,8", "e.g. 1,2,4,8"),
            ("precision", "Precisions", "", "Run page's; e.g. fp32,bf16"),
            ("engine", "Engines", "", "Run page's; e.g. torch,onnxruntime"),
            ("target", "Targets", "", "Run page's; e.g. cpu,cuda:0"),
-           ("qps", "Request rates (queries/s)", "", "server scenario; e.g. 10,20,40"))
+           ("qps", "Request rates (queries/s)", "", "server scenario; e.g. 10,20,40"),
+           ("on", "Lab nodes", "", "joined lab cluster; e.g. host=lab-a,host=lab-b"))
 _STATUS_TEXT = {"running": "running…", "queued": "queued"}
 
 
@@ -53,7 +54,7 @@ class SweepPage(QtWidgets.QWidget):
     # ---- Public API
     def __init__(self, workspace: Workspace | None = None, base_values: Callable[[], dict[str, Any]] | None = None,
                  targets: Callable[[], list[dict[str, Any]]] | None = None,
-                 parent: QtWidgets.QWidget | None = None):
+                 cluster_address: Callable[[], str] | None = None, parent: QtWidgets.QWidget | None = None):
         """`workspace`: the history, how runs are measured, and the one measuring state shared with the Run page
         (None: a page that can only show sweeps it is given)."""
         super().__init__(parent)
@@ -62,6 +63,7 @@ class SweepPage(QtWidgets.QWidget):
         self._writer = workspace.writer if workspace else None
         self._base_values = base_values or (lambda: {})
         self._targets = targets or (lambda: [])
+        self._cluster_address = cluster_address or (lambda: "")  # a fleet sweep (the Lab nodes axis) needs one
         self._sweep: SweepRun | None = None
         self._thread: threading.Thread | None = None
         self._stop_clicks = 0
@@ -93,9 +95,13 @@ class SweepPage(QtWidgets.QWidget):
         try:
             grid = SweepGrid.parse(**{axis: (edit.text().strip() or None) for axis, edit in self._fields.items()})
             base = self._base()
+            remote_for = self._remote_for(grid)
+            if isinstance(remote_for, str):
+                self._refuse(remote_for)
+                return False
             sweep = SweepRun(base, grid, self._writer, name=self.name_edit.text().strip(), on_point=self._relay.emit,
                              targets=self._targets() or None, strict=False,
-                             session_options=self._workspace.session_options())
+                             session_options=self._workspace.session_options(), remote_for=remote_for)
         except SpecError as exc:
             self._refuse(f"The sweep was not started — {label_for(exc.field)}: {exc.detail}")
             return False
@@ -205,6 +211,22 @@ class SweepPage(QtWidgets.QWidget):
         self.knee_label.setToolTip(record.get("knee_rule", ""))
 
     # ---- Private API
+    def _remote_for(self, grid: SweepGrid) -> Any:
+        """point → its node's RemoteRun factory for a fleet sweep (the Lab nodes axis); None for a sweep of this
+        machine; a message when the axis is set but no lab cluster is joined (the grid checked the labels)."""
+        if not grid.on:
+            return None
+        address = self._cluster_address()
+        if not address:
+            return ("The sweep was not started — Lab nodes runs points on a lab cluster's nodes: connect to one "
+                    "first (Run ▸ Connect to lab cluster…), or clear the field")
+        import functools
+
+        from console.cluster import parse_on
+        from console.cluster.dispatch import RemoteRun
+
+        return lambda point: functools.partial(RemoteRun, address=address, on=parse_on([point["on"]]))
+
     def _build(self) -> None:
         self.model_label = QtWidgets.QLabel()
         self.model_label.setWordWrap(True)

@@ -75,11 +75,12 @@ def load(spec: RunSpec) -> LoadedModel:
         "device": str(device), "device_name": _device_name(torch, device), "precision": spec.precision,
         "mode": spec.mode, "threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads(),
         "channels_last": bool(options.channels_last), "compile": options.compile,
-        "inputs": [{"name": name, "shape": list(t.shape), "dtype": _dtype_name(t.dtype)}
+        "inputs": [{"name": name, "shape": list(t.shape), "dtype": _dtype_name(t.dtype)} if _is_tensor(t) else
+                   {"name": name, "shape": [], "dtype": type(t).__name__}  # a TorchScript int/float argument
                    for name, t in zip(prepared.input_names, prepared.inputs, strict=True)],
     })
     details.setdefault("compile_s", None)
-    if prepared.inputs:  # the first input, for the console's one-line summary
+    if prepared.inputs and _is_tensor(prepared.inputs[0]):  # the first input, for the console's one-line summary
         details["input_shape"] = list(prepared.inputs[0].shape)
     return LoadedModel(
         infer=infer, load_s=load_s, params=prepared.param_count, model_bytes=prepared.model_bytes,
@@ -285,13 +286,14 @@ def _quantize_dynamic(torch, spec: RunSpec, model):
 
 
 def _to_channels_last(torch, spec: RunSpec, prepared: _Prepared) -> None:
-    if not any(t.dim() == 4 for t in prepared.inputs):
-        shapes = ", ".join(f"{n} {list(t.shape)}" for n, t in zip(prepared.input_names, prepared.inputs, strict=True))
+    if not any(_is_tensor(t) and t.dim() == 4 for t in prepared.inputs):
+        shapes = ", ".join(f"{n} {list(t.shape) if _is_tensor(t) else '(a number)'}"
+                           for n, t in zip(prepared.input_names, prepared.inputs, strict=True))
         raise UnsupportedConfig(f"channels_last: {os.path.basename(spec.model)} has no 4-D (image) input ({shapes}); "
                                 "channels-last applies to N×C×H×W tensors — turn it off for this model")
     if prepared.module is not None:
         prepared.module.to(memory_format=torch.channels_last)
-    prepared.inputs = tuple(t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
+    prepared.inputs = tuple(t.contiguous(memory_format=torch.channels_last) if _is_tensor(t) and t.dim() == 4 else t
                             for t in prepared.inputs)
 
 
@@ -575,9 +577,14 @@ def _file_dtype(module, inputs: tuple[Any, ...]):
             if p.is_floating_point():
                 return p.dtype
     for t in inputs:
-        if t.is_floating_point():
+        if _is_tensor(t) and t.is_floating_point():
             return t.dtype
     return None
+
+
+def _is_tensor(value: Any) -> bool:
+    """Inputs are tensors, except a TorchScript forward's int/float/bool arguments, passed as Python numbers."""
+    return hasattr(value, "is_floating_point") and hasattr(value, "shape")
 
 
 def _precision_of(dtype) -> str | None:

@@ -39,8 +39,12 @@ def read_head(path: Path, size: int = 16) -> bytes:
     message rather than a parse error."""
     if not path.exists():
         raise ModelFileError(f"model file not found: {path}")
+    if path.is_dir():
+        raise ModelFileError(f"{path} is a directory, not a model file. Fix: give the model file inside it "
+                             f"(e.g. {path / 'model.onnx'})")
     if not path.is_file():
-        raise ModelFileError(f"{path} is not a file")
+        raise ModelFileError(f"{path} is not a regular file (a device, a pipe or a socket), not a model file. Fix: "
+                             "give the path of the saved model file")
     if path.stat().st_size == 0:
         raise ModelFileError(f"{path} is empty (0 bytes): the export or copy that made it did not finish. Fix: "
                              "export or copy the model again")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from engines.model_files.common import TORCH_SAVE_HINT, ModelFileError, first_line, read_head
+from engines.model_files.common import TORCH_SAVE_HINT, ModelFileError, first_line, read_head, sha256
 from engines.model_files.pickles import refuse_if_pickle
 
 
@@ -101,7 +101,10 @@ def parse_onnx(path: Path):
         model = onnx.load(str(path), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, OSError, UnicodeDecodeError, TypeError) as exc:
         model = None
-        reason = f"{type(exc).__name__}: {first_line(exc)}"
+        # A decoding error quotes the bytes it choked on: name the error only.
+        reason = type(exc).__name__
+        if not isinstance(exc, UnicodeDecodeError):
+            reason += f": {first_line(exc)}"
     else:
         reason = "no graph" if not (model.graph.node or model.graph.output) else ""
         if not reason and (model.ir_version < 1 or not model.opset_import):
@@ -111,8 +114,10 @@ def parse_onnx(path: Path):
             raise ModelFileError(f"{path} is not a readable ONNX model ({reason}): it may be truncated or not ONNX "
                                  "at all. Fix: export it again (torch.onnx.export(..., external_data=False)) or "
                                  "copy the complete file")
-        raise ModelFileError(f"{path} is not a TorchScript or torch.export archive (no zip signature; starts with "
-                             f"bytes {head[:8].hex(' ')}), nor an ONNX model. Fix: {TORCH_SAVE_HINT}")
+        # Never the file's own bytes (they end up in the history): what it is not, its size and fingerprint.
+        raise ModelFileError(f"{path} is not a TorchScript or torch.export archive (no zip signature), nor a "
+                             f"pickle, nor an ONNX model ({path.stat().st_size:,} bytes, sha256 "
+                             f"{sha256(path)[:12]}…). Fix: {TORCH_SAVE_HINT}")
     if suffix != ".onnx":
         raise ModelFileError(f"{path} is an ONNX model, not a PyTorch file. Fix: rename it to "
                              f"{path.with_suffix('.onnx').name} and run it with --engine onnxruntime")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engines import inputs as model_inputs
+from engines.model_files.archives import open_archive
 from engines.model_files.common import ModelFileError, UnsafeModelFile, first_line, strip_root
 from engines.model_files.pt2_expressions import check_archive_expressions
 
@@ -63,7 +64,7 @@ def load_pt2(path: Path, spec, device) -> tuple[Any, dict[str, Any], list[dict[s
 def check_pt2_archive(path: Path) -> None:
     """Refuse, before torch reads anything, archives that declare pickled payloads or carry native code."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        with open_archive(path) as archive:  # members' declared sizes checked first
             names = archive.namelist()
             members = {strip_root(n): n for n in names}
             if any(m.startswith("data/aotinductor/") for m in members):

@@ -1,5 +1,6 @@
 """From a path to plain facts (`inspect`) or a runnable torch module (`load_torch`), through the reader of the
-file's real format; the same facts (format, size, sha256, inputs) whichever format it is."""
+file's real format; the same facts (format, size, sha256, inputs) whichever format it is. A file that is code
+(TorchScript) is never loaded by `inspect`, and by `load_torch` only when the spec trusts it (`trust_code`)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from engines.model_files.common import ModelFileError, sha256
 from engines.model_files.detect import detect_format
 from engines.model_files.onnx_model import inspect_onnx
 from engines.model_files.pt2 import load_exported_program, load_pt2, pt2_signature, quiet_torch_export
-from engines.model_files.torchscript import load_torchscript, torchscript_signature
+from engines.model_files.torchscript import load_torchscript, require_trust, torchscript_signature
 
 
 def inspect(path: str | os.PathLike) -> dict[str, Any]:
     """Plain facts about a model file: format, inputs/outputs (name, dtype, shape), size, sha256, ….
 
     Dims are ints, symbolic names (str) or None (dynamic without a name). For TorchScript, which stores no
-    shapes or dtypes, inputs list names and argument types only (shape None).
+    shapes or dtypes, inputs list names and argument types only (shape None), read from its source text without
+    loading it (TorchScript is code): `runs_code` is True and `note` says so.
     """
     path = Path(path)
     fmt = detect_format(path)
@@ -52,6 +54,8 @@ def load_torch(spec, device) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
     if fmt == "onnx":
         raise ModelFileError(f"{path} is an ONNX model, which runs on --engine onnxruntime, not torch"
                              + ("; rename it to .onnx" if path.suffix.lower() != ".onnx" else ""))
+    if fmt == "torchscript":
+        require_trust(path, spec)  # before anything reads it as TorchScript
     info = _file_facts(path, fmt)
     with quiet_torch_export():
         load = load_pt2 if fmt == "pt2" else load_torchscript

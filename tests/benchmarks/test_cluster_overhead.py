@@ -32,7 +32,7 @@ from console.history import HistoryWriter  # noqa: E402
 from console.session import RunSession  # noqa: E402
 from engines.spec import RunSpec  # noqa: E402
 
-PAIRS = int(os.environ.get("CLUSTER_PAIRS", 10))  # even: ABBA blocks
+PAIRS = int(os.environ.get("CLUSTER_PAIRS", 16))  # even: 8 ABBA blocks (6 is the fewest that bound a median)
 ROUND_S = float(os.environ.get("CLUSTER_ROUND_S", 1.0))
 GOAL = Goal.within(1.0, 0.01)
 

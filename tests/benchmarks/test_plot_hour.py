@@ -1,9 +1,12 @@
 """An hour of data stays smooth: one redraw + paint of the Run page's latency and utilization plots holding an
 hour of data (1M iterations, 17 series at 10 Hz).
 
+Each console frame is a live one: one refresh's worth of new data is appended first (~28 iterations and one
+sample per series, 100 ms at an hour-long run's rate), so the frame decimates and draws, never a cached picture.
 Baseline in the same run: plain pyqtgraph curves given the same data with no downsampling or clip-to-view,
 the way a naive live plot draws it. Goal: no slower than the baseline and under 250 ms a frame on this
 2-core machine (the refresh timer fires every 100 ms; a frame costs that only once this much data is held).
+The frame-time distribution at the live rate, against a 16 ms goal, is test_window_soak's.
 Rounds alternate which plot draws first; the figures are the median per-round ratio and the median console frame,
 each with its distribution-free 95% interval, judged by the shared rule (bench_verdict).
 """
@@ -56,9 +59,14 @@ def test_an_hour_of_data_redraws_faster_than_a_naive_plot(qtbot, bench):
     naive_curves = [naive_latency.plot(t_lat, lat)] + [naive_utilization.plot(t, values[n]) for n in SERIES]
     frame_ms([latency, utilization], lambda: (latency.refresh(), utilization.refresh()))  # first: percentiles
 
+    per_tick = round(LATENCY_POINTS / 3600.0 / 10)
+    ticks = iter(range(1, 10 * ROUNDS + 1))
+
     def redraw_ours():
-        latency._mark_dirty()
-        utilization._changed.update(SERIES)
+        now = 3600.0 + next(ticks) / 10.0
+        latency.add_latencies(now - 0.1 + np.arange(per_tick) * 0.1 / per_tick, lat[:per_tick])
+        for name in SERIES:
+            utilization.add_points(name, [now], values[name][-1:])
         latency.refresh()
         utilization.refresh()
 

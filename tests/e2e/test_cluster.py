@@ -203,3 +203,52 @@ def test_without_a_token_the_cluster_refuses_the_console(lab, tmp_path):
     done = _cli(["cluster", "--address", lab["address"], "--no-targets"], env, timeout=120)
     assert done.returncode != 0 and "could not join" in done.stderr, done.stderr
     assert env["RAY_AUTH_TOKEN"] not in done.stderr
+
+
+def test_a_model_file_sent_by_content_hash_runs_on_the_node(lab, tmp_path):
+    import hashlib
+
+    import torch
+
+    class Tiny(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x @ x.T)
+
+    path = tmp_path / "tiny.pt2"
+    torch.export.save(torch.export.export(Tiny(), (torch.randn(4, 8),)), str(path))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    session, writer = _session(lab, tmp_path, _spec(model=str(path), engine="torch"), on={"accel": "fake-b"},
+                               send_model=True)
+    try:
+        session.start()
+        record = session.wait(180)
+    finally:
+        writer.close()
+    assert record["status"] == "completed", record["message"]
+    copies = list(Path(lab["temp"]).glob(f"labconsole-node-lab-b-*/labconsole/received-models/{digest}/tiny.pt2"))
+    assert len(copies) == 1 and copies[0].read_bytes() == path.read_bytes()
+    with HistoryStore(tmp_path / "h.db") as store:
+        assert store.get_run(record["run_id"])["spec"]["model"] == str(path)  # the history keeps the user's path
+
+
+def test_machine_cards_are_measured_on_each_node_and_kept_under_its_host(lab, tmp_path):
+    import json
+
+    db = tmp_path / "cards.db"
+    env = {**os.environ, "LABCONSOLE_DB": str(db)}
+    done = _cli(["machine", "--cluster", lab["address"], "--quick", "--repeats", "1", "--json"], env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert sorted(r["card"]["host"] for r in results) == ["lab-a", "lab-b"]
+    with HistoryStore(db) as store:
+        for result in results:
+            kept = store.machine_cards(hostname=result["card"]["host"], target="cpu")
+            assert [c["card_id"] for c in kept] == [result["card"]["card_id"]]
+            assert kept[0]["peak_flops"]["fp32"] > 0
+            (host_id,), = store.db.execute("SELECT host_id FROM machine_cards WHERE card_id = ?",
+                                           [kept[0]["card_id"]]).fetchall()
+            assert host_id == result["host"]["host_id"]  # under the node's host, not this console's
+            assert store.db.execute("SELECT hostname FROM hosts WHERE host_id = ?", [host_id]).fetchone()[0] == \
+                result["card"]["host"]
+    refused = _cli(["machine", "--cluster", lab["address"], "--on", "accel=h200", "--quick"], env, timeout=120)
+    assert refused.returncode == 1 and "accel=h200" in refused.stderr and "fake-a" in refused.stderr

@@ -224,3 +224,20 @@ def test_a_fleet_sweep_records_each_point_under_its_node_and_the_pages_show_it(q
     assert labels[0].endswith(" · on lab-a") and labels[1].endswith(" · on lab-b"), labels
     qtbot.wait(300)
     window.grab().save(str(SHOTS / "fleet-compare.png"))
+
+
+def test_a_fleet_sweep_started_from_the_sweeps_page_runs_each_point_on_its_node(qtbot, window, lab):
+    _join(qtbot, window, lab["address"])
+    page = window.sweep_page
+    window.run_page.form.set_values({"model": "mlp", "target": "cpu", "batch": 1})
+    page.set_fields(batch="1", on="accel=fake-a,accel=fake-b")
+    page.duration.setValue(0.5)
+    with qtbot.waitSignal(page.sig_sweep_finished, timeout=RUN_TIMEOUT_MS) as finished:
+        assert page.start_sweep() is True, page._error.text()
+    record = finished.args[0]
+    assert record["status"] == "completed", record
+    machine = page.table.columnCount() - 1
+    assert [page.table.item(r, machine).text() for r in range(page.table.rowCount())] == ["lab-a", "lab-b"]
+    window.show_page("sweeps")
+    qtbot.wait(300)
+    window.grab().save(str(SHOTS / "fleet-sweep-from-page.png"))

@@ -112,6 +112,23 @@ def test_a_bad_grid_is_refused_on_the_page(qtbot, tmp_path):
     writer.close()
 
 
+def test_the_lab_nodes_axis_needs_a_joined_cluster_and_well_formed_labels(qtbot, tmp_path):
+    writer = HistoryWriter.open(tmp_path / "h.db")
+    workspace = Workspace(tmp_path / "h.db", writer, telemetry_hz=None)
+    address = {"now": ""}
+    page = SweepPage(workspace, base_values=lambda: {"model": "mlp", "target": "cpu"},
+                     cluster_address=lambda: address["now"])
+    qtbot.addWidget(page)
+    page.set_fields(batch="1", on="host=lab-a,host=lab-b")
+    assert page.start_sweep() is False and not page.running
+    assert "connect to one first (Run ▸ Connect to lab cluster…)" in page._error.text()
+    address["now"] = "127.0.0.1:1"
+    page.set_fields(on="host=lab-a,lab-b")
+    assert page.start_sweep() is False and "'lab-b' is not LABEL=VALUE" in page._error.text()
+    assert workspace.measuring is None  # nothing was claimed, nothing ran
+    writer.close()
+
+
 # ---- a real sweep through the page
 @pytest.fixture
 def history(tmp_path):

@@ -236,15 +236,19 @@ SPECS = {
     "catalog model with a size": {"model": "mlp", "duration_s": 1.0, "warmup_s": 0.2, "model_params": ["layers=2"]},
     "server scenario, engine flags": {"model": "mlp", "scenario": "server", "scenario_options.qps": 100.0,
                                       "threads": 2, "iterations": 50, "torch.channels_last": True, "name": "a b"},
-    "onnxruntime, shapes and values": {"model": "mlp", "engine": "onnxruntime", "inputs": ["x=1x16"],
+    "onnxruntime, shapes and values": {"model": "MODEL_FILE", "engine": "onnxruntime", "inputs": ["x=1x16"],
                                        "input_values": ["rate=16000"], "onnxruntime.graph_optimization": "basic",
                                        "onnxruntime.provider_options": ["a=1"], "batch": 4},
 }
 
 
 @pytest.mark.parametrize("case", list(SPECS))
-def test_the_flags_command_rebuilds_the_stored_spec(case):
-    stored = build_spec(SPECS[case]).to_dict()
+def test_the_flags_command_rebuilds_the_stored_spec(case, tmp_path):
+    values = dict(SPECS[case])
+    if values["model"] == "MODEL_FILE":  # input shapes and values apply to model files only
+        (tmp_path / "model.onnx").write_bytes(b"x")
+        values["model"] = str(tmp_path / "model.onnx")
+    stored = build_spec(values).to_dict()
     found = reproduce_command({"run_id": "ab" * 16, "spec": stored})
     assert found["exact"] is True and found["not_expressible"] == []
     words = shlex.split(found["flags_command"])

@@ -51,7 +51,7 @@ def test_user_shape_wins_and_must_fit():
 def test_shared_symbols_follow_one_user_shape():
     declared = [{"name": "input_ids", "dtype": "int64", "shape": ["batch", "seq"]},
                 {"name": "attention_mask", "dtype": "int64", "shape": ["batch", "seq"]}]
-    arrays, resolved = resolve_inputs(declared, 2, {"input_ids": [3, 16]})
+    arrays, resolved = resolve_inputs(declared, 3, {"input_ids": [3, 16]})
     assert arrays["input_ids"].shape == (3, 16) and arrays["attention_mask"].shape == (3, 16)
     assert [r["shape"] for r in resolved] == [[3, 16], [3, 16]]
     assert np.all(arrays["attention_mask"] == 1)  # masks attend everywhere

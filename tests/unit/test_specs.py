@@ -27,10 +27,13 @@ def test_flat_values_become_a_nested_spec_and_none_means_default():
     assert spec.model_params == {"layers": 2}
 
 
-def test_repeated_name_value_flags_and_form_mappings_give_the_same_spec():
-    from_flags = build_spec({"inputs": ["x=1x3x8x8"], "input_values": ["rate=16000", "gain=0.5"],
+def test_repeated_name_value_flags_and_form_mappings_give_the_same_spec(tmp_path):
+    model = tmp_path / "model.onnx"  # input shapes and values apply to model files only
+    model.write_bytes(b"x")
+    on_file = {"model": str(model), "engine": "onnxruntime"}
+    from_flags = build_spec({**on_file, "inputs": ["x=1x3x8x8"], "input_values": ["rate=16000", "gain=0.5"],
                              "onnxruntime.provider_options": ["device_id=0"]})
-    from_form = build_spec({"inputs": {"x": [1, 3, 8, 8]}, "input_values": {"rate": 16000, "gain": 0.5},
+    from_form = build_spec({**on_file, "inputs": {"x": [1, 3, 8, 8]}, "input_values": {"rate": 16000, "gain": 0.5},
                             "onnxruntime.provider_options": {"device_id": "0"}})
     assert from_flags == from_form
 
