@@ -42,9 +42,13 @@ class WorkerRun:
     # ---- Public API
     def __init__(self, spec: RunSpec, on_event: Callable[[dict[str, Any]], None],
                  on_end: Callable[[Outcome], None], entry: Callable[..., None] = worker_main,
-                 memory: MemoryWatch | None = None):
-        """`memory`: where the OOM-kill counters are read (tests give one over a fake cgroup)."""
+                 memory: MemoryWatch | None = None, pool: Any = None):
+        """`memory`: where the OOM-kill counters are read (tests give one over a fake cgroup). `pool`: a
+        console.worker_pool.WorkerPool whose spare, when it has one for the engine, runs the spec (default entry
+        only); `start_kind` then says warm or warming instead of cold."""
         self.spec = spec
+        self._pool = pool if entry is worker_main else None
+        self.start_kind = "cold"
         self._on_event = on_event
         self._on_end = on_end
         self._entry = entry
@@ -60,12 +64,21 @@ class WorkerRun:
 
     def start(self) -> None:
         self._memory.start()
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child_conn = ctx.Pipe(duplex=True)
-        self._process = ctx.Process(target=self._entry, args=(child_conn, self.spec.to_dict()),
-                                    name=f"labconsole-worker-{self.spec.model}", daemon=True)
-        self._process.start()
-        child_conn.close()  # only the child holds its end: our death is its EOF
+        spare = self._pool.take(self.spec.engine) if self._pool is not None else None
+        if spare is not None:
+            try:
+                spare.conn.send({"cmd": "run", "spec": self.spec.to_dict()})
+                self._process, self._conn, self.start_kind = spare.process, spare.conn, spare.state
+            except (OSError, ValueError):  # it died since it was made: this run starts cold
+                spare.process.kill()
+                spare = None
+        if spare is None:
+            ctx = multiprocessing.get_context("spawn")
+            self._conn, child_conn = ctx.Pipe(duplex=True)
+            self._process = ctx.Process(target=self._entry, args=(child_conn, self.spec.to_dict()),
+                                        name=f"labconsole-worker-{self.spec.model}", daemon=True)
+            self._process.start()
+            child_conn.close()  # only the child holds its end: our death is its EOF
         self.pid = self._process.pid
         self._last_event = time.monotonic()
         threading.Thread(target=self._pump, name="worker-reader", daemon=True).start()

@@ -40,14 +40,17 @@ class RunSession:
     # ---- Public API
     def __init__(self, spec: RunSpec, writer: HistoryWriter, listener: Listener | None = None,
                  telemetry_hz: float | None = 10.0, worker_entry: Callable[..., None] = worker_main,
-                 hub: TelemetryHub | None = None, remote: Callable[..., Any] | None = None):
+                 hub: TelemetryHub | None = None, remote: Callable[..., Any] | None = None, pool: Any = None):
         """`hub`: the console's shared telemetry (the window's); without one, the session samples at
         `telemetry_hz` itself for the run's duration (the CLI), or not at all when that is None.
 
         `remote`: run elsewhere instead of in a local worker — a factory (console.cluster.dispatch.RemoteRun
         with its address bound) called as remote(spec, on_event, on_end, on_samples=, on_sources=, on_node=,
         telemetry_hz=, run_id=). The node samples its own telemetry, so the session's hub is not used; the run
-        is recorded under the node's host once the node reports (`{"type": "node", ...}` to the listener)."""
+        is recorded under the node's host once the node reports (`{"type": "node", ...}` to the listener).
+
+        `pool`: the window's console.worker_pool.WorkerPool: the run takes its spare worker when it has one (the
+        environment's `worker_start` says warm, warming or cold) and a new spare is made when the run has ended."""
         self.spec = spec.validate()
         self.run_id = uuid.uuid4().hex
         self._writer = writer
@@ -68,6 +71,7 @@ class RunSession:
         self._own_hub = hub is None and bool(telemetry_hz)
         self._subscription: int | None = None
         self._remote = remote
+        self._pool = pool if remote is None else None
         self._host: dict[str, Any] | None = None  # the node's host row, for a remote run
         if remote is not None:
             self._hub, self._own_hub = None, False
@@ -81,13 +85,16 @@ class RunSession:
                                         on_samples=self._on_samples, on_sources=self._on_sources,
                                         on_node=self._on_node, telemetry_hz=self._telemetry_hz, run_id=self.run_id)
         else:
-            self._worker = WorkerRun(self.spec, self._on_worker_event, self._on_worker_end, entry=self._entry)
+            self._worker = WorkerRun(self.spec, self._on_worker_event, self._on_worker_end, entry=self._entry,
+                                     pool=self._pool)
         if self._own_hub:
             self._hub = TelemetryHub(rate_hz=self._telemetry_hz)
             self._hub.start()
         if self._hub is not None:
             self._subscription = self._hub.subscribe(self._on_samples, self._on_sources)
         self._worker.start()
+        if self._remote is None:
+            self._environment["worker_start"] = getattr(self._worker, "start_kind", "cold")
         if self._hub is not None:
             self._hub.watch(self._worker.pid)
         return self.run_id
@@ -131,6 +138,8 @@ class RunSession:
             if isinstance(per_call, int) and per_call >= 1:  # a model file's batch, read from its inputs
                 self.spec.batch = per_call
             self._environment["engine"] = {"versions": event.get("versions", {}), **event.get("details", {})}
+            if event.get("hygiene") is not None:  # sampled over the load (an older worker sent it in hello)
+                self._environment["hygiene"] = event["hygiene"]
             self._writer.set_environment(self.run_id, self._environment)
         elif kind == "profile":
             event = self._keep_profile(event)
@@ -239,6 +248,8 @@ class RunSession:
                         "environment": self._environment, "profile": self._profile, "ops": self._ops}
         self._finished.set()
         self._emit(self._record)
+        if self._pool is not None:  # nothing of this run measures any more: the next run's worker can warm up
+            self._pool.prepare(self.spec.engine)
 
 
     def _telemetry_death(self) -> list[str]:

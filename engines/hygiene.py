@@ -30,15 +30,42 @@ STEADY_GOVERNORS = ("performance",)
 
 
 # ---- Public API
+class Sampling:
+    """A process sample under way: the first psutil pass is taken now; `collect(sampling=…)` waits out the rest of
+    `sample_s` and takes the second. So a worker can load its model in between instead of waiting (this process and
+    its children are excluded: the loading is not counted). When the work in between takes longer, the sample
+    covers all of it, and the record says over how long."""
+
+    def __init__(self, sample_s: float = SAMPLE_S, exclude_pids: Iterable[int] = ()):
+        self.sample_s = sample_s
+        self.excluded = _family(os.getpid()) | set(exclude_pids)
+        self._started = time.monotonic()
+        self._watched = _first_pass(self.excluded)
+
+    def others(self) -> tuple[list[dict[str, Any]], float]:
+        """(other processes that used CPU, the seconds the sample covered)."""
+        remaining = self.sample_s - (time.monotonic() - self._started)
+        if remaining > 0:
+            time.sleep(remaining)
+        return _second_pass(self._watched), time.monotonic() - self._started
+
+
 def collect(root: str = "/", sample_s: float = SAMPLE_S, exclude_pids: Iterable[int] = (),
             environ: dict[str, str] | None = None, cpu_count: int | None = None,
-            processes: Callable[[float, set[int]], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
-    """The hygiene record of this machine now (takes about `sample_s` seconds, for the process sample)."""
+            processes: Callable[[float, set[int]], list[dict[str, Any]]] | None = None,
+            sampling: Sampling | None = None) -> dict[str, Any]:
+    """The hygiene record of this machine now (takes about `sample_s` seconds, for the process sample; less with a
+    `sampling` begun earlier)."""
     environ = dict(os.environ) if environ is None else environ
     cpus = cpu_count or _usable_cpus()
-    excluded = _family(os.getpid()) | set(exclude_pids)
-    others = sorted((p for p in (processes or _busiest)(sample_s, excluded) if p["pid"] not in excluded),
-                    key=lambda p: -p["cpu_percent"])
+    if sampling is not None:
+        excluded = sampling.excluded
+        found, sample_s = sampling.others()
+        sample_s = round(sample_s, 3)
+    else:
+        excluded = _family(os.getpid()) | set(exclude_pids)
+        found = (processes or _busiest)(sample_s, excluded)
+    others = sorted((p for p in found if p["pid"] not in excluded), key=lambda p: -p["cpu_percent"])
     other_percent = round(sum(p["cpu_percent"] for p in others), 1)
     top = others[:TOP]
     load = _load_average(root)
@@ -111,6 +138,12 @@ def cpu_frequency(root: str = "/") -> dict[str, Any]:
 # ---- Private API
 def _busiest(sample_s: float, excluded: set[int]) -> list[dict[str, Any]]:
     """Every other process that used CPU during `sample_s` (psutil's two-call cpu_percent), busiest first."""
+    watched = _first_pass(excluded)
+    time.sleep(sample_s)
+    return _second_pass(watched)
+
+
+def _first_pass(excluded: set[int]) -> list[Any]:
     import psutil
 
     watched = []
@@ -122,7 +155,12 @@ def _busiest(sample_s: float, excluded: set[int]) -> list[dict[str, Any]]:
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
         watched.append(process)
-    time.sleep(sample_s)
+    return watched
+
+
+def _second_pass(watched: list[Any]) -> list[dict[str, Any]]:
+    import psutil
+
     found = []
     for process in watched:
         try:

@@ -21,9 +21,9 @@ ERROR_KINDS = ("spec", "load", "runtime", "cancelled", "internal")
 
 # Required fields per event type (besides "v" and "type").
 FIELDS: dict[str, tuple[str, ...]] = {
-    "hello": ("pid", "versions"),  # optional: hygiene, sandbox (engines.sandbox state: active, summary, dir, abi)
+    "hello": ("pid", "versions"),  # optional: sandbox (engines.sandbox state: active, summary, dir, abi)
     "phase": ("phase", "t_ns"),
-    "loaded": ("load_s", "params", "model_bytes"),
+    "loaded": ("load_s", "params", "model_bytes"),  # optional: hygiene (engines.hygiene, sampled over the load)
     "latencies": ("t_ns", "latency_ns"),
     "progress": ("phase", "fraction", "iterations", "elapsed_s"),
     "result": ("iterations", "measured_s", "warmup_iterations", "first_inference_ms", "batch"),

@@ -18,6 +18,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from engines import backends, cache, hygiene, profiling, protocol, sandbox, scenarios
@@ -37,8 +38,9 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
 
     `confined`: this process's sandbox state (engines.sandbox; `worker_main` applies it), sent in hello."""
     confined = confined or IN_PROCESS
+    sampling = hygiene.Sampling(exclude_pids=[os.getppid()])  # finished after the load, which it overlaps
     emit(protocol.make("hello", pid=os.getpid(), versions=_versions(), t_ns=time.perf_counter_ns(),
-                       hygiene=hygiene.collect(exclude_pids=[os.getppid()]), sandbox=confined))
+                       sandbox=confined))
     try:
         spec = RunSpec.from_dict(spec_data).validate()
     except (SpecError, TypeError) as exc:
@@ -60,7 +62,7 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
         emit(_error("spec", exc))
         return
     emit(protocol.make("loaded", load_s=model.load_s, params=model.params, model_bytes=model.model_bytes,
-                       versions=model.versions, details=model.details))
+                       versions=model.versions, details=model.details, hygiene=hygiene.collect(sampling=sampling)))
     try:
         result = scenarios.module(spec.scenario).run(model, spec, emit, cancelled)
         if spec.profile_iterations and not cancelled():
@@ -92,26 +94,49 @@ def worker_main(conn, spec_data: dict[str, Any]) -> None:
             pass
 
 
+def pool_main(conn, engine: str, ready) -> None:
+    """A spare worker (console.worker_pool): import `engine` now, set `ready`, then wait for the one spec it will
+    run and run it exactly as `worker_main` does. A closed pipe before that means the pool let it go."""
+    faulthandler.enable()
+    _import_engine(engine)
+    ready.set()
+    try:
+        message = conn.recv()
+    except (EOFError, OSError):
+        os._exit(0)
+    if not (isinstance(message, dict) and message.get("cmd") == "run" and isinstance(message.get("spec"), dict)):
+        os._exit(0)
+    worker_main(conn, message["spec"])
+
+
 # ---- Private API
 def _confine(spec_data: dict[str, Any]) -> dict[str, Any]:
     """Sandbox this worker (engines.sandbox) when it loads a user's model file: after the engine's imports,
     before the file is opened. Its own folder becomes the temp dir (profile traces go there; the runner removes
-    it); ONNX Runtime's int8 copies of a file go to their cache folder, which stays writable for that run."""
+    it); an ONNX Runtime int8 run also writes its cache folder and, for the quantizer's shape inference, the
+    model's folder (ONNX is data: the sandbox there is a second line, TorchScript never gets these)."""
     try:
         spec = RunSpec.from_dict(spec_data)
     except (SpecError, TypeError, ValueError):
         return {**IN_PROCESS, "summary": "not applied: the spec is invalid, so nothing is loaded"}
     if not spec.is_file:
         return {**IN_PROCESS, "summary": "not applied: a catalog model, not a user's file"}
-    if spec.engine in backends.names():
-        for name in (backends.info(spec.engine).module, *_ENGINE_IMPORTS.get(spec.engine, ())):
-            with contextlib.suppress(Exception):  # an engine that does not import fails at load, saying why
-                importlib.import_module(name)
+    _import_engine(spec.engine)
     try:
-        also = [cache.subdir("onnx/int8")] if spec.engine == "onnxruntime" and spec.precision == "int8" else []
+        also = []
+        if spec.engine == "onnxruntime" and spec.precision == "int8":  # quantize_dynamic writes <stem>-inferred.onnx
+            also = [cache.subdir("onnx/int8"), Path(spec.model).resolve().parent]  # beside the source (ONNX is data)
         return sandbox.confine(sandbox.work_dir(), also)
     except OSError as exc:  # no temporary folder to give it: the run goes on, and its record says so
         return {**IN_PROCESS, "summary": f"not applied (no folder for the worker: {exc})"}
+
+
+def _import_engine(engine: str) -> None:
+    """Import the engine's libraries (before a sandbox: they read files it would deny; ahead of time: a spare)."""
+    if engine in backends.names():
+        for name in (backends.info(engine).module, *_ENGINE_IMPORTS.get(engine, ())):
+            with contextlib.suppress(Exception):  # an engine that does not import fails at load, saying why
+                importlib.import_module(name)
 
 
 def _adopt_batch_of_inputs(spec: RunSpec, details: dict[str, Any]) -> None:

@@ -103,11 +103,13 @@ def _peak_downsampled(curve: pg.PlotDataItem) -> None:
 
 
 def _view_span(curve: pg.PlotDataItem) -> tuple[float, float, int]:
-    """(x0, x1, pixels) the curve is seen at: the whole series while the view fits the x axis to the data."""
+    """(x0, x1, pixels) the curve is seen at: the whole series while the view fits the x axis to the data. A plot
+    not on screen has no width that means anything yet (it gets one when shown): it is drawn for a wide screen."""
     view = curve.getViewBox()
     if view is None:
         return -math.inf, math.inf, _DEFAULT_BUCKETS
-    width = int(view.width())
+    widget = view.getViewWidget()
+    width = int(view.width()) if widget is not None and widget.isVisible() else 0
     buckets = width if width >= 2 else _DEFAULT_BUCKETS
     if view.autoRangeEnabled()[0] or curve.opts["logMode"][0]:
         return -math.inf, math.inf, buckets

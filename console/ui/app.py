@@ -47,20 +47,24 @@ def choose_theme(app: QtWidgets.QApplication, mode: str | None = None) -> theme.
 
 
 def build_main_window(db: str | Path | None = None, worker_entry: Callable[..., None] | None = None,
-                      telemetry_hz: float | None = 10.0, discover_targets: bool = True) -> MainWindow:
+                      telemetry_hz: float | None = 10.0, discover_targets: bool = True,
+                      warm_workers: bool = False) -> MainWindow:
     """The complete window, built at once (tests, self-test)."""
     window = MainWindow(paths.history_db(db))
-    attach_workspace(window, worker_entry, telemetry_hz, discover_targets)
+    attach_workspace(window, worker_entry, telemetry_hz, discover_targets, warm_workers)
     return window
 
 
 def attach_workspace(window: MainWindow, worker_entry: Callable[..., None] | None = None,
-                     telemetry_hz: float | None = 10.0, discover_targets: bool = True) -> None:
-    """Open the workspace (history, telemetry), then build the pages. A broken database gives a window that says
-    why. The history is closed when the window is destroyed; telemetry stops when it closes."""
+                     telemetry_hz: float | None = 10.0, discover_targets: bool = True,
+                     warm_workers: bool = False) -> None:
+    """Open the workspace (history, telemetry, warm workers for the app), then build the pages. A broken database
+    gives a window that says why. The history is closed when the window is destroyed; telemetry stops when it
+    closes."""
     from console.ui.workspace import Workspace
 
-    workspace = Workspace.open(window.db_path, worker_entry=worker_entry, telemetry_hz=telemetry_hz)
+    workspace = Workspace.open(window.db_path, worker_entry=worker_entry, telemetry_hz=telemetry_hz,
+                               warm_workers=warm_workers)
     window.attach(workspace, discover_targets=discover_targets)
     window.destroyed.connect(lambda *_: workspace.close())
 
@@ -85,7 +89,7 @@ def launch(db: str | None = None) -> MainWindow:
     """Show the shell now; open the history and build the pages right after its first paint."""
     application()
     window = MainWindow(paths.history_db(db))
-    _AfterFirstPaint(window, lambda: attach_workspace(window))
+    _AfterFirstPaint(window, lambda: attach_workspace(window, warm_workers=True))
     window.show()
     return window
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from console.ui.run_controller import RunController
     from console.ui.workspace import Workspace
 
+WARM_AFTER_MS = 2000  # the first spare worker is made once start-up's own work (pages, discovery) is done
+
 
 class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
     """Owns the pages; a run goes form → RunController → RunSession → worker and back as events."""
@@ -156,6 +158,10 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         if discover_targets:
             self.refresh_targets(refresh=False)
         self._inspect_current_model()
+        if workspace.pool is not None:  # after start-up's own work: a spare for the engine the form has
+            engine = self.run_page.form.values().get("engine") or "torch"
+            QtCore.QTimer.singleShot(WARM_AFTER_MS, lambda: self.workspace.measuring is None
+                                     and workspace.pool.prepare(engine))
 
     def start_run(self, values: dict[str, Any] | None = None) -> str | None:
         """Validate the form and start a run; a bad field is named in a dialog, nothing is spawned."""
@@ -524,6 +530,8 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
                 self.system_page.close_feed()
         if self.workspace is not None:
             self.workspace.stop_telemetry()
+            if self.workspace.pool is not None:
+                self.workspace.pool.close()  # the spare workers go with the window
         super().closeEvent(event)
 
 

@@ -50,7 +50,7 @@ class Workspace:
     # ---- Public API
     def __init__(self, db_path: Path, writer: HistoryWriter | None = None, store: HistoryStore | None = None,
                  hub: TelemetryHub | None = None, worker_entry: Callable[..., None] | None = None,
-                 telemetry_hz: float | None = 10.0, startup_error: str = ""):
+                 telemetry_hz: float | None = 10.0, startup_error: str = "", pool: Any = None):
         if worker_entry is None:
             from engines.worker import worker_main
 
@@ -60,14 +60,16 @@ class Workspace:
         self.worker_entry = worker_entry
         self.telemetry_hz = telemetry_hz
         self.startup_error = startup_error
+        self.pool = pool  # console.worker_pool.WorkerPool: warm workers for this window's runs (None: all cold)
         self._measuring: str | None = None
         self._lock = threading.Lock()
 
     @classmethod
     def open(cls, db_path: Path, worker_entry: Callable[..., None] | None = None,
-             telemetry_hz: float | None = 10.0) -> Workspace:
+             telemetry_hz: float | None = 10.0, warm_workers: bool = False) -> Workspace:
         """Start idle telemetry and open the history; an unusable database gives a workspace that says why
-        (`startup_error`) and has no writer, so nothing can be measured without being recorded."""
+        (`startup_error`) and has no writer, so nothing can be measured without being recorded. `warm_workers`:
+        keep a spare worker ready (the app; tests and the self-test start every worker cold)."""
         from console.history import HistoryError, HistoryStore, HistoryWriter
         from console.telemetry.hub import TelemetryHub
 
@@ -81,7 +83,12 @@ class Workspace:
         except HistoryError as exc:
             return cls(db_path, hub=hub, worker_entry=worker_entry, telemetry_hz=telemetry_hz,
                        startup_error=str(exc))
-        return cls(db_path, writer, store, hub, worker_entry, telemetry_hz)
+        pool = None
+        if warm_workers and worker_entry is None:
+            from console.worker_pool import WorkerPool
+
+            pool = WorkerPool()
+        return cls(db_path, writer, store, hub, worker_entry, telemetry_hz, pool=pool)
 
     @property
     def usable(self) -> bool:
@@ -94,6 +101,8 @@ class Workspace:
         options: dict[str, Any] = {"worker_entry": self.worker_entry, "telemetry_hz": self.telemetry_hz}
         if self.hub is not None:
             options["hub"] = self.hub
+        if self.pool is not None:
+            options["pool"] = self.pool
         return options
 
     @property
@@ -125,7 +134,10 @@ class Workspace:
             self.hub.stop()
 
     def close(self) -> None:
-        """Close the history (the window is gone); telemetry is stopped separately, when the window closes."""
+        """Close the history and let the spare workers go (the window is gone); telemetry is stopped separately,
+        when the window closes."""
+        if self.pool is not None:
+            self.pool.close()
         for handle in (self.writer, self.store):
             if handle is not None:
                 handle.close()

@@ -29,6 +29,7 @@ import os
 import statistics
 import time
 
+from bench_load import QUIET_OTHER_PERCENT, cpu_clock, other_percent
 from bench_verdict import FAIL, UNDECIDED, Goal, judge
 
 from console.workers import call_in_worker
@@ -38,16 +39,15 @@ REPEATS = 5
 GOAL = Goal.at_most(10.0, "%")
 ATTEMPTS = 3
 STORAGE_BYTES = FULL.storage_bytes  # the full card's test file
-QUIET_OTHER_PERCENT = 25.0  # of one core, used by other processes while the card was measured
 
 
 def test_machine_card_repeatability(bench, tmp_path):
     attempts = []
     device_rates = direct_reads(tmp_path, STORAGE_BYTES, REPEATS)
     for _ in range(ATTEMPTS):
-        before = _cpu_clock()
+        before = cpu_clock()
         card = call_in_worker("engines.machine:measure_card", "cpu", str(tmp_path), REPEATS, False, timeout_s=1200)
-        other = _other_percent(before, _cpu_clock())
+        other = other_percent(before, cpu_clock())
         attempts.append((other, card))
         print(f"[benchmark] machine card measured; other processes used {other:.0f}% of a core meanwhile", flush=True)
         if other <= QUIET_OTHER_PERCENT:
@@ -134,26 +134,6 @@ def chi2_cdf(x: float, dof: int) -> float:
         total += term
         k += 1
     return min(1.0, total * math.exp(-z + a * math.log(z) - math.lgamma(a)))
-
-
-def _cpu_clock() -> tuple[float, float, float] | None:
-    """(CPU seconds of the whole machine, of this process and its reaped children, wall seconds)."""
-    try:
-        with open("/proc/stat") as handle:
-            fields = [int(x) for x in handle.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    busy = sum(fields[i] for i in (0, 1, 2, 5, 6, 7) if i < len(fields)) / os.sysconf("SC_CLK_TCK")
-    times = os.times()
-    return busy, times.user + times.system + times.children_user + times.children_system, time.perf_counter()
-
-
-def _other_percent(before, after) -> float:
-    """Percent of one core other processes used between two clocks (0 where /proc/stat is missing)."""
-    if before is None or after is None:
-        return 0.0
-    wall = after[2] - before[2]
-    return max(0.0, 100 * ((after[0] - before[0]) - (after[1] - before[1])) / wall)
 
 
 def _value(card: dict, key: str) -> float | None:

@@ -15,17 +15,22 @@ A case is *confirmed* when its intervention behaves as predicted; the figures ar
 whose verdict is not the expected label (goal 0) and the number of badly wrong verdicts on any case (a cache-sized
 working set called memory-bandwidth, tiny ops called compute; goal 0). Counts are exact, so their interval is
 the point. The table prints case, engine, expected, verdict, confidence, confirmed and the intervention's ratio.
-VERDICT_ENGINES=torch limits the engines; the card is measured once per session (about 20 s).
+VERDICT_ENGINES=torch limits the engines; the card is measured once per session (about 20 s), at one thread like
+the runs. A decided miss while other processes used more than a quarter of a core (during the card or the suite,
+bench_load) is reported undecided with how busy it was: a card measured beside a neighbour has low roofs, and every
+verdict is judged against them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from bench_verdict import Goal, judge
+from bench_load import QUIET_OTHER_PERCENT, cpu_clock, other_percent
+from bench_verdict import FAIL, UNDECIDED, Goal, judge
 
 from console.analysis import bottleneck
 from engines.spec import RunSpec
@@ -67,9 +72,22 @@ def cases(llc: int) -> list[Case]:
 
 @pytest.fixture(scope="module")
 def card():
+    """The card at one intra-op thread, as every run here is (set explicitly: what an earlier benchmark left in this
+    process must not decide it), measured again once when a neighbour was busy; `other_cpu_percent` says how busy."""
+    import torch
+
     from engines.machine import measure_card
 
-    return measure_card("cpu", repeats=3)
+    torch.set_num_threads(1)
+    attempts = []
+    for _ in range(2):
+        before = cpu_clock()
+        measured = measure_card("cpu", repeats=3)
+        attempts.append((other_percent(before, cpu_clock()), measured))
+        if attempts[-1][0] <= QUIET_OTHER_PERCENT:
+            break
+    other, measured = min(attempts, key=lambda attempt: attempt[0])
+    return {**measured, "other_cpu_percent": other}
 
 
 def measure(model: str, engine: str, params: dict, profile: bool) -> tuple[float, float, dict | None, RunSpec]:
@@ -120,6 +138,7 @@ def badly_wrong(case: Case, verdict: str) -> bool:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_verdicts_on_the_synthetic_suite(engine, card, bench):
     rows = []
+    before = cpu_clock()
     for case in cases(card.get("llc_bytes") or 8 << 20):
         median_ms, cv, profile, spec = measure(case.model, engine, case.params, profile=True)
         verdict = diagnose(spec, median_ms, cv, profile, card)
@@ -141,7 +160,23 @@ def test_verdicts_on_the_synthetic_suite(engine, card, bench):
     bad = sum(1 for r, case in zip(rows, cases(card.get("llc_bytes") or 8 << 20), strict=True)
               if badly_wrong(case, r["verdict"]))
     confirmed = sum(1 for r in rows if r["confirmed"])
-    bench.record(judge(f"verdicts wrong on confirmed cases ({engine})", wrong, (wrong, wrong),
-                       Goal.at_most(0, "cases"), samples=confirmed, table=rows))
-    bench.record(judge(f"badly wrong verdicts ({engine})", bad, (bad, bad), Goal.at_most(0, "cases"),
-                       samples=len(rows)))
+    busy = _busy(card, other_percent(before, cpu_clock()))
+    for result in (judge(f"verdicts wrong on confirmed cases ({engine})", wrong, (wrong, wrong),
+                         Goal.at_most(0, "cases"), samples=confirmed, table=rows),
+                   judge(f"badly wrong verdicts ({engine})", bad, (bad, bad), Goal.at_most(0, "cases"),
+                         samples=len(rows))):
+        if busy and result.verdict == FAIL:
+            result = dataclasses.replace(result, verdict=UNDECIDED, reason=f"{busy}; {result.reason}")
+        bench.record(result)
+
+
+def _busy(card: dict, suite_other: float) -> str:
+    """Why a miss may be a neighbour's: the card (every verdict's yardstick: a roof measured low turns fast ops into
+    "faster than the machine can go", and the verdict inconclusive) or the suite ran beside other processes."""
+    reasons = []
+    if card["other_cpu_percent"] > QUIET_OTHER_PERCENT:
+        reasons.append(f"the machine card was measured while other processes used {card['other_cpu_percent']:.0f}% "
+                       "of a core")
+    if suite_other > QUIET_OTHER_PERCENT:
+        reasons.append(f"other processes used {suite_other:.0f}% of a core during the suite")
+    return "; ".join(reasons) + (f" (≤ {QUIET_OTHER_PERCENT:.0f}% wanted)" if reasons else "")

@@ -4,7 +4,8 @@ A scripted module can write files: `torch.from_file(path, shared=True, size=N)` 
 (when it runs) or in `__setstate__` (when it loads). Each file is first shown to be hostile here, in the test
 process: loading a copy aimed at another path creates that marker. Then, in a worker: without --trust-code the
 file is refused before it is loaded; with it, the sandbox refuses the write and the run fails saying so. Either
-way the marker is never created. A benign file then runs, profiled, with the sandbox recorded in the history.
+way the marker is never created. Benign files then run confined, profiled (torch) and quantized (ONNX Runtime
+int8 writes beside the source and into its cache), with the sandbox recorded in the history.
 """
 
 from pathlib import Path
@@ -131,3 +132,31 @@ def test_a_trusted_benign_file_runs_profiled_in_the_sandbox_and_the_history_says
 
     with HistoryStore(tmp_path / "history.db") as store:
         assert store.get_run(record["run_id"])["environment"]["sandbox"]["summary"] == confined["summary"]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_onnx_runtime_runs_confined_profiled_or_quantized(tmp_path, monkeypatch, precision):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    monkeypatch.setenv("LABCONSOLE_CACHE", str(tmp_path / "cache"))  # the worker inherits it
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [16, 8], np.ones(128, dtype=np.float32))
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "matmul", [x], [y], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "matmul.onnx"
+    onnx.save(model, str(path))
+    run = RunSpec(model=str(path), engine="onnxruntime", inputs={"x": [1, 16]}, precision=precision, duration_s=0.3,
+                  warmup_s=0.05, profile_iterations=3 if precision == "fp32" else None).validate()
+    outcome, events = in_worker(run)
+    assert outcome.status == "completed", outcome.message
+    assert events[0]["sandbox"]["active"] is True
+    if precision == "int8":
+        assert list((tmp_path / "cache" / "onnx" / "int8").glob("matmul-*.onnx"))
+    else:
+        (profile,) = [e for e in events if e["type"] == "profile"]
+        assert profile["trace_path"].startswith(events[0]["sandbox"]["dir"])  # written inside its folder
+    assert {p.name for p in tmp_path.iterdir()} <= {"cache", "matmul.onnx"}  # nothing left beside it

@@ -148,3 +148,32 @@ def test_a_torchscript_int_and_float_argument_get_their_input_values_end_to_end(
     assert inputs["gain"]["dtype"] == "float64"
     assert events["loaded"]["details"]["samples_per_call"] == 3 and events["result"]["iterations"] == 5
     assert events["result"]["batch"] == 3  # --input x=3x4: 3 samples a call, not the default batch 1
+
+
+def test_a_run_counts_the_samples_its_input_shapes_hold_in_the_throughput(tmp_path):
+    pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from console.history import HistoryWriter
+    from console.session import RunSession
+
+    features = helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", 512])
+    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 512])
+    graph = helper.make_graph([helper.make_node("Relu", ["features"], ["out"])], "g", [features], [out])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "features.onnx"
+    onnx.save(model, str(path))
+    writer = HistoryWriter.open(tmp_path / "history.db")
+    try:
+        session = RunSession(RunSpec(model=str(path), engine="onnxruntime", inputs={"features": [3, 512]},
+                                     iterations=30, warmup_s=0), writer, telemetry_hz=None)
+        session.start()
+        record = session.wait(120)
+    finally:
+        writer.close()
+    assert record is not None and record["status"] == "completed", record and record["message"]
+    summary = record["summary"]
+    assert record["spec"]["batch"] == 3 and summary["batch"] == 3
+    assert summary["throughput_per_s"] == pytest.approx(summary["iterations"] * 3 / summary["duration_s"], rel=1e-6)

@@ -150,3 +150,28 @@ def test_a_directory_given_as_a_model_file_is_named_as_one(tmp_path):
     assert f"--model {folder}/model.onnx" in str(err.value)
     with pytest.raises(ModelFileError, match="is a directory, not a model file"):
         read_head(folder)
+
+
+def test_a_run_whose_sampler_dies_says_so_with_what_was_covered(tmp_path):
+    from console.history import HistoryWriter
+    from console.session import RunSession
+
+    writer = HistoryWriter.open(tmp_path / "history.db")
+    killed = []
+
+    def kill_the_sampler_once(event):
+        if event["type"] == "samples" and not killed:
+            killed.append(session._hub._sampler.pid)  # the run's own hub: its sampler process
+            os.kill(killed[0], signal.SIGKILL)
+
+    try:
+        session = RunSession(RunSpec(model="mlp", duration_s=1.5, warmup_s=0.1), writer,
+                             listener=kill_the_sampler_once, telemetry_hz=10.0)
+        session.start()
+        record = session.wait(120)
+    finally:
+        writer.close()
+    assert killed and record is not None and record["status"] == "completed"
+    notes = [n for n in record["summary"]["warnings"] if n.startswith("telemetry: the sampler process died")]
+    assert len(notes) == 1 and "(killed by SIGKILL)" in notes[0] and "nothing after" in notes[0]
+    assert notes[0] in record["summary"]["notes"]

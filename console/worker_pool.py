@@ -1,0 +1,94 @@
+"""Warm workers for the window: a spare worker process per engine, spawned ahead with its engine imported, handed to
+the next run of that engine so Run → first iteration skips interpreter start-up and the engine's import (~2 s).
+
+Rules that keep the numbers honest and the pool safe:
+- a spare is used once: it runs one spec and exits like any worker, so nothing a run did (a crash, a leak, a
+  sandbox it entered for a user's file) reaches another run; a pooled worker is never reused after anything;
+- a spare is made only while nothing measures (`prepare` is called when a run ends, and at start-up), and a spare
+  still importing its engine when a run starts is stopped, so its import never competes with a measurement;
+- the run records how its worker started (`warm`: engine imported; `warming`: spawned ahead, still importing;
+  `cold`: spawned for the run).
+Qt-free; the window's workspace owns one pool, the CLI has none (one run per process).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Spare:
+    process: Any  # multiprocessing.Process
+    conn: Any  # the console's end of its pipe
+    ready: Any  # multiprocessing.Event: set once the engine is imported
+
+    @property
+    def state(self) -> str:
+        return "warm" if self.ready.is_set() else "warming"
+
+
+class WorkerPool:
+    """At most one spare per engine. Thread-safe: runs start on the GUI thread or a sweep's thread."""
+
+    def __init__(self) -> None:
+        self._spares: dict[str, Spare] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def prepare(self, engine: str) -> None:
+        """Spawn a spare for `engine` unless one is alive (call only while nothing measures)."""
+        from engines.worker import pool_main
+
+        with self._lock:
+            if self._closed:
+                return
+            spare = self._spares.get(engine)
+            if spare is not None and spare.process.is_alive():
+                return
+            ctx = multiprocessing.get_context("spawn")
+            conn, child_conn = ctx.Pipe(duplex=True)
+            ready = ctx.Event()
+            process = ctx.Process(target=pool_main, args=(child_conn, engine, ready),
+                                  name=f"labconsole-spare-{engine}", daemon=True)
+            process.start()
+            child_conn.close()  # only the child holds its end: our death is its EOF
+            self._spares[engine] = Spare(process, conn, ready)
+
+    def take(self, engine: str) -> Spare | None:
+        """The spare for `engine`, now the caller's (None: spawn cold). Spares of other engines still importing are
+        stopped: their import would compete with the run about to measure."""
+        with self._lock:
+            spare = self._spares.pop(engine, None)
+            for other, idle in list(self._spares.items()):
+                if not idle.ready.is_set():
+                    _stop(self._spares.pop(other))
+        if spare is None or not spare.process.is_alive():
+            return None
+        return spare
+
+    def states(self) -> dict[str, str]:
+        """engine → warm | warming, for the spares alive now."""
+        with self._lock:
+            return {engine: spare.state for engine, spare in self._spares.items() if spare.process.is_alive()}
+
+    def close(self) -> None:
+        """Stop every spare (the window closes)."""
+        with self._lock:
+            self._closed = True
+            spares, self._spares = list(self._spares.values()), {}
+        for spare in spares:
+            _stop(spare)
+
+
+def _stop(spare: Spare) -> None:
+    try:
+        spare.conn.close()  # EOF: an idle spare exits by itself
+    except OSError:
+        pass
+    spare.process.join(1.0)
+    if spare.process.is_alive():
+        spare.process.kill()
+        spare.process.join(2.0)
