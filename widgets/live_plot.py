@@ -5,7 +5,9 @@ message: ``add_*`` only appends to bounded series and marks the plot dirty, and 
 redraws the dirty, visible ones ten times a second. Each series keeps an incremental min/max pyramid
 (widgets.peak_decimation), so a redraw hands pyqtgraph at most about two points per pixel of the visible span, with
 every spike kept, whether the plot holds a second or an hour: a frame costs the same at any size. A zoom, pan or
-resize redraws from the pyramid too. Time is seconds since the run started, so latency and telemetry line up.
+resize redraws from the pyramid too. What else a frame paints is kept cheap as well: the auto-ranged time axis moves
+in steps (_TimeAnchor), so axes and grid are recomputed only when it moves, and the grid is opaque, behind the data
+(_GridBehind). Time is seconds since the run started, so latency and telemetry line up on one axis.
 """
 
 from __future__ import annotations
@@ -117,6 +119,29 @@ def _view_span(curve: pg.PlotDataItem) -> tuple[float, float, int]:
     return float(x0), float(x1), buckets
 
 
+class _FedCurve(pg.PlotDataItem):
+    """A curve fed decimated data by a _PeakFeed, which redraws it when the view moves.
+
+    A plain PlotDataItem with clip-to-view or downsampling redoes its display data on every change of the view's x
+    range, for every curve: with the time axis moving each frame, that doubled the frame's curve work for nothing.
+    """
+
+    def viewRangeChanged(self, vb=None, ranges=None, changed=None) -> None:
+        self.setProperty("xViewRangeWasChanged", True)  # pyqtgraph's own pass still clips at the next setData
+
+
+def _block_px(curve: pg.PlotDataItem) -> int:
+    """Pixels per decimation block: 1 for a hairline; for a wider stroke (its pen or the halo under it), twice its
+    width.
+
+    A stroke w pixels wide shows no detail finer than w pixels, and Qt's cost for a wide stroke grows with the
+    points under it (a 6 px halo over two points a pixel cost ~15 ms a paint; a 2 px line ~1 ms).
+    """
+    widths = [pg.mkPen(curve.opts[kind]).widthF() for kind in ("pen", "shadowPen") if curve.opts.get(kind) is not None]
+    widest = round(max(widths, default=1.0))
+    return 1 if widest <= 1 else 2 * widest
+
+
 class _PeakFeed:
     """Draws one series into one curve, decimated to the view; skips the work when nothing it depends on changed.
 
@@ -124,9 +149,10 @@ class _PeakFeed:
     redraws the samples shown so far at the new span, so data still shows up only at a refresh.
     """
 
-    def __init__(self, series: PeakSeries, curve: pg.PlotDataItem):
+    def __init__(self, series: PeakSeries, curve: pg.PlotDataItem, upper: bool = False):
         self.series = series
         self.curve = curve
+        self.upper = upper  # draw the upper envelope only (PeakSeries.peaks)
         self.extra: tuple[float, float] | None = None  # one point after the series (a live running percentile)
         self._version = -1  # the series' version at the last refresh; -1: never refreshed, nothing to show
         self._end = 0
@@ -138,15 +164,95 @@ class _PeakFeed:
     def draw(self) -> None:
         if self._version < 0:
             return
-        x0, x1, buckets = _view_span(self.curve)
+        x0, x1, pixels = _view_span(self.curve)
+        buckets = max(1, pixels // _block_px(self.curve))
         key = (self._version, self._end, x0, x1, buckets, self.extra)
         if key == self._key:
             return
         self._key = key  # before setData: the view's reaction to it comes back here and must find it done
-        x, y = self.series.peaks(x0, x1, buckets, end=self._end)
+        x, y = self.series.peaks(x0, x1, buckets, end=self._end, upper=self.upper)
         if self.extra is not None and (x.size == 0 or self.extra[0] > x[-1]):
             x, y = np.append(x, self.extra[0]), np.append(y, self.extra[1])
         self.curve.setData(x, y)
+
+
+class _TimeAnchor(pg.GraphicsObject):
+    """An invisible item whose x bounds are the data's time span rounded out to a step of about 1/32 of it (a power
+    of two): the auto-ranged time axis then moves in steps, not with every frame, and between steps the axes, the
+    grid and the view transform stay as they are instead of being recomputed and repainted. With an hour on screen
+    the axis moves every 64 s; a short run's, a few times a second.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._span: tuple[float, float] | tuple[None, None] = (None, None)
+
+    def set_span(self, first: float | None, last: float | None) -> None:
+        span: tuple[float, float] | tuple[None, None] = (None, None)
+        if first is not None and last is not None and math.isfinite(first) and math.isfinite(last):
+            step = 2.0 ** math.floor(math.log2(max(last - first, 1e-3) / 32))
+            span = (math.floor(first / step) * step, math.ceil(last / step) * step)
+        if span != self._span:
+            self._span = span
+            self.informViewBoundsChanged()
+
+    def dataBounds(self, ax: int, frac: float = 1.0, orthoRange=None):
+        return self._span if ax == 0 else (None, None)
+
+    def boundingRect(self) -> QtCore.QRectF:
+        return QtCore.QRectF()
+
+    def paint(self, *_) -> None:
+        pass
+
+
+class _GridBehind(pg.GraphicsObject):
+    """The plot's grid at the axes' ticks, opaque and behind the data.
+
+    pyqtgraph draws its grid with the axes, translucent and over the curves, and a live plot's axes repaint with
+    every frame: Qt blends a translucent vertical line one pixel row at a time, ~10 ms an axis a paint at 1400 px.
+    Opaque faint lines behind the data look the same (15% and 7.5% of the foreground, as the grid's alpha was) and
+    cost a tenth of that.
+    """
+
+    def __init__(self, plot: pg.PlotItem):
+        super().__init__()
+        self._plot = plot
+        self._pens = [pg.mkPen(theme.tint(theme.FOREGROUND, strength)) for strength in (0.15, 0.075)]
+        self._lines: tuple[tuple, list[list[QtCore.QLineF]]] | None = None  # (view rect and size, lines per pen)
+        self.setZValue(-20)  # under the phase bands (-10) and the curves
+
+    def boundingRect(self) -> QtCore.QRectF:
+        return self._plot.getViewBox().viewRect()
+
+    def viewRangeChanged(self) -> None:
+        self.prepareGeometryChange()
+        self.update()
+
+    def paint(self, painter: QtGui.QPainter, *_) -> None:
+        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, False)
+        for pen, lines in zip(self._pens, self._grid_lines(), strict=True):
+            painter.setPen(pen)
+            painter.drawLines(lines)
+
+    def _grid_lines(self) -> list[list[QtCore.QLineF]]:
+        """The lines at the major and minor ticks (finer levels get none), kept while the view stays put."""
+        view = self._plot.getViewBox()
+        rect = view.viewRect()
+        key = (rect.left(), rect.right(), rect.top(), rect.bottom(), view.width(), view.height())
+        if self._lines is not None and self._lines[0] == key:
+            return self._lines[1]
+        lines: list[list[QtCore.QLineF]] = [[], []]
+        for name, vertical in (("bottom", True), ("left", False)):
+            low, high = (rect.left(), rect.right()) if vertical else (rect.top(), rect.bottom())
+            pixels = view.width() if vertical else view.height()
+            levels = self._plot.getAxis(name).tickValues(min(low, high), max(low, high), pixels)
+            for level, (_, values) in zip(lines, levels, strict=False):
+                for v in values:
+                    level.append(QtCore.QLineF(v, rect.top(), v, rect.bottom()) if vertical
+                                 else QtCore.QLineF(rect.left(), v, rect.right(), v))
+        self._lines = (key, lines)
+        return lines
 
 
 @dataclass
@@ -260,6 +366,10 @@ class _TimePlot(QtWidgets.QWidget):
         self._plot_widget = pg.PlotWidget(background=theme.BACKGROUND)
         self._plot: pg.PlotItem = self._plot_widget.getPlotItem()
         theme.style_plot(self._plot, x_label="time (s)", y_label=y_axis_label)
+        self._plot.showGrid(x=False, y=False)  # drawn behind the data instead, opaque: see _GridBehind
+        self._plot.addItem(_GridBehind(self._plot), ignoreBounds=True)
+        self._anchor = _TimeAnchor()
+        self._plot.addItem(self._anchor)
         chart_export.set_title(self._plot, self._title)
 
         self._subject = y_axis_label.split(" (")[0]  # "power (W)" → "power": what the short label names
@@ -313,11 +423,11 @@ class _TimePlot(QtWidgets.QWidget):
         self._dirty = False
         self._redraw()
         self._draw_feeds()
-        view = self._plot.getViewBox()
-        if view.autoRangeEnabled()[0]:
-            # Fit the axis now, not at paint: plots linked to this time axis follow at once, so they decimate for
-            # the new span when they refresh next, instead of once before and once again at paint.
-            view.updateAutoRange()
+        self._anchor.set_span(self._earliest_time(), self._latest_time())
+        # Fit the axes and move the view now, not at paint: plots linked to this time axis follow at once (they
+        # decimate for the new span when they refresh next, not once before and again at paint), and the paint
+        # that follows is the only one (a view moved during a paint repaints everything a second time).
+        self._plot.getViewBox().prepareForPaint()
         self._update_open_band()
 
     def add_band(self, t0_s: float, t1_s: float | None = None, label: str = "", color: str | None = None) -> None:
@@ -460,6 +570,9 @@ class _TimePlot(QtWidgets.QWidget):
     def _latest_time(self) -> float | None:
         raise NotImplementedError
 
+    def _earliest_time(self) -> float | None:
+        raise NotImplementedError
+
 
 def _details_html(heading: str, lines: list[str]) -> str:
     """A tooltip of a heading and one paragraph per line, "source: why" with the source in bold. Rich text, so
@@ -506,19 +619,20 @@ class LatencyPlot(_TimePlot):
         latency_pen = pg.mkPen(theme.tint(theme.LATENCY_COLOR, 0.67), width=1)
         p50_pen = pg.mkPen(theme.P50_COLOR, width=3)
         p99_pen = pg.mkPen(theme.P99_COLOR, width=3, style=QtCore.Qt.PenStyle.DashLine)
-        self._curve = self._plot.plot(pen=latency_pen, skipFiniteCheck=True, name="latency")
+        self._curve = _FedCurve(pen=latency_pen, skipFiniteCheck=True, name="latency")
         halo = pg.mkPen(theme.BACKGROUND, width=6)  # keeps the lines visible over dense data
         # Opaque, not antialiased, decimated: a long run has thousands of running-percentile points, and wide
         # antialiased strokes of that many points cost seconds per frame.
-        self._p50_line = self._plot.plot(pen=p50_pen, shadowPen=halo, antialias=False,
-                                         name=f"p50 (last {self._window})")
-        self._p99_line = self._plot.plot(pen=p99_pen, shadowPen=halo, antialias=False,
-                                         name=f"p99 (last {self._window})")
+        self._p50_line = _FedCurve(pen=p50_pen, shadowPen=halo, antialias=False, name=f"p50 (last {self._window})")
+        self._p99_line = _FedCurve(pen=p99_pen, shadowPen=halo, antialias=False, name=f"p99 (last {self._window})")
         for line in (self._curve, self._p50_line, self._p99_line):
-            _peak_downsampled(line)
+            self._plot.addItem(line)
+            _peak_downsampled(line)  # after addItem: it overwrites both with the plot-wide defaults
         self._feed = _PeakFeed(self._series, self._curve)
         self._p50_feed = _PeakFeed(self._p50, self._p50_line)
-        self._p99_feed = _PeakFeed(self._p99, self._p99_line)
+        # The p99 line is dashed: its upper envelope, one point a block, costs a tenth of the zig-zag (~7 ms a paint
+        # at 1400 px), and a running p99 is read for its rises.
+        self._p99_feed = _PeakFeed(self._p99, self._p99_line, upper=True)
         self._feeds.extend([self._feed, self._p50_feed, self._p99_feed])
         self._legend.set_entry("latency", "latency", [latency_pen])
         self._legend.set_entry("p50", f"p50 (last {self._window})", [p50_pen])
@@ -596,6 +710,9 @@ class LatencyPlot(_TimePlot):
 
     def _latest_time(self) -> float | None:
         return self._series.last_time()
+
+    def _earliest_time(self) -> float | None:
+        return self._series.time_at(self._series.first) if len(self._series) else None
 
     def _redraw(self) -> None:
         n = len(self._series)
@@ -756,8 +873,7 @@ class TimeSeriesPlot(_TimePlot):
         # (12 s for 36k points measured), which would freeze the window with an hour of telemetry.
         # Named for a chart export's legend: each main series, and the first minor one for all of them.
         first_minor = minor and not any(series.minor for series in self._series.values())
-        curve = pg.PlotDataItem(pen=pen, connect="finite", antialias=False,
-                                name=None if minor and not first_minor else name)
+        curve = _FedCurve(pen=pen, connect="finite", antialias=False, name=None if minor and not first_minor else name)
         curve.setZValue(0 if minor else 10)
         self._plot.addItem(curve)
         # After addItem: PlotItem.addItem overwrites both with the plot-wide defaults.
@@ -778,6 +894,9 @@ class TimeSeriesPlot(_TimePlot):
     def _latest_time(self) -> float | None:
         times = [t for t in (s.data.last_time() for s in self._series.values()) if t is not None]
         return max(times, default=None)
+
+    def _earliest_time(self) -> float | None:
+        return min((s.data.time_at(s.data.first) for s in self._series.values() if len(s.data)), default=None)
 
     def _redraw(self) -> None:
         for name in self._changed:

@@ -195,11 +195,13 @@ class PeakSeries:
         return self.time_at(self.end - 1) if len(self) else None
 
     def peaks(self, x0: float = -math.inf, x1: float = math.inf, buckets: int = 2000,
-              end: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+              end: int | None = None, upper: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """What to draw for the span [x0, x1] at `buckets` pixels: the samples themselves when they fit in two
         points per bucket, else each block's maximum then minimum at the block's middle time, between the span's
         first and last samples. One sample each side of the span is included, so a line runs to the edges.
-        `end` (a stream position) leaves out what arrived after it: a view change redraws what was shown."""
+        `end` (a stream position) leaves out what arrived after it: a view change redraws what was shown.
+        `upper` keeps only each block's maximum, one point a block: the upper envelope, for a line whose rises are
+        what matters (a running p99) and whose zig-zag would cost a dashed pen more than everything else."""
         first = self.first
         end = self.end if end is None else min(int(end), self.end)
         if end <= first:
@@ -227,25 +229,33 @@ class PeakSeries:
         middles = np.arange(b0, b1) * size + size // 2
         parts_t = [self._t.take(np.array([i0]))]
         parts_y = [self._y.view(i0, i0 + 1)]
-        self._partial(i0, head_end, parts_t, parts_y)
-        pairs_t = np.repeat(self._t.take(middles), 2)
-        pairs_y = np.empty(2 * low.size)
-        pairs_y[0::2], pairs_y[1::2] = high, low
-        parts_t.append(pairs_t)
-        parts_y.append(pairs_y)
-        self._partial(max(b1 * size, head_end), i1, parts_t, parts_y)
+        self._partial(i0, head_end, parts_t, parts_y, upper)
+        if upper:
+            parts_t.append(self._t.take(middles))
+            parts_y.append(np.array(high))
+        else:
+            pairs_y = np.empty(2 * low.size)
+            pairs_y[0::2], pairs_y[1::2] = high, low
+            parts_t.append(np.repeat(self._t.take(middles), 2))
+            parts_y.append(pairs_y)
+        self._partial(max(b1 * size, head_end), i1, parts_t, parts_y, upper)
         parts_t.append(self._t.take(np.array([i1 - 1])))
         parts_y.append(self._y.view(i1 - 1, i1))
         return np.concatenate(parts_t), np.concatenate(parts_y)
 
     # ---- Private API
-    def _partial(self, a: int, b: int, parts_t: list, parts_y: list) -> None:
+    def _partial(self, a: int, b: int, parts_t: list, parts_y: list, upper: bool) -> None:
         """The (max, min) of the samples [a, b) at their middle time: a block cut by the span's edge."""
         if b <= a:
             return
         values = self._y.view(a, b)
-        parts_t.append(np.repeat(self._t.take(np.array([(a + b) // 2])), 2))
-        parts_y.append(np.array([np.fmax.reduce(values), np.fmin.reduce(values)]))
+        middle = self._t.take(np.array([(a + b) // 2]))
+        if upper:
+            parts_t.append(middle)
+            parts_y.append(np.array([np.fmax.reduce(values)]))
+        else:
+            parts_t.append(np.repeat(middle, 2))
+            parts_y.append(np.array([np.fmax.reduce(values), np.fmin.reduce(values)]))
 
     def _extend_levels(self, y: np.ndarray) -> None:
         """Add the blocks this batch completes, level by level (before the samples go in: a batch larger than the

@@ -60,7 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """The exit status: argparse's own errors (exit 2), --help and --version (0) are returned, not raised, so a
+    caller of main() always gets a number."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
     if args.command is None:
         from console.ui.app import run_app
 

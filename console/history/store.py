@@ -635,12 +635,7 @@ class HistoryStore:
         stored = self._connection.execute(f"SELECT {', '.join(columns)} FROM hosts WHERE host_id = ?",
                                           [row["host_id"]]).fetchone()
         if stored is None or tuple(stored) != tuple(row[column] for column in columns):
-            self._connection.execute(
-                "INSERT INTO hosts (host_id, hostname, os, machine, cpu, python, first_seen) "
-                "VALUES (:host_id, :hostname, :os, :machine, :cpu, :python, :first_seen) "
-                "ON CONFLICT(host_id) DO UPDATE SET hostname = excluded.hostname, os = excluded.os, "
-                "machine = excluded.machine, cpu = excluded.cpu, python = excluded.python",
-                {**row, "first_seen": schema.utc_now()})
+            self._upsert_host(row)
             self._commit_pending()
         return row["host_id"], row["hostname"]
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from bench_load import cpu_clock, other_percent
 from bench_stats import median_with_interval
 from bench_verdict import UNDECIDED, Goal, judge, undecided
 
@@ -128,32 +129,20 @@ def loadgen(model, qps: float, outdir: str) -> dict[str, Any]:
 
 
 class CpuWatch:
-    """How much CPU *other* processes used while a block ran, from /proc/stat less this process's own time."""
+    """How much CPU *other* processes used while a block ran (bench_load: /proc/stat less this process's own)."""
 
     def __init__(self):
         self.other_percent: float | None = None
 
     def __enter__(self):
-        self._start = self._now()
+        self._start = cpu_clock()
         return self
 
     def __exit__(self, *exc):
-        end = self._now()
+        end = cpu_clock()
         if self._start and end:
-            wall = end[2] - self._start[2]
-            self.other_percent = 100 * ((end[0] - self._start[0]) - (end[1] - self._start[1])) / wall
+            self.other_percent = other_percent(self._start, end)
         return False
-
-    @staticmethod
-    def _now():
-        try:
-            with open("/proc/stat") as handle:
-                fields = [int(x) for x in handle.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        busy = sum(fields[i] for i in (0, 1, 2, 5, 6, 7) if i < len(fields)) / os.sysconf("SC_CLK_TCK")
-        times = os.times()
-        return busy, times.user + times.system, time.perf_counter()
 
 
 def test_server_scenario_matches_mlperf_loadgen(tmp_path, bench):

@@ -59,4 +59,4 @@ def test_bad_requests_exit_2_with_the_fix(tmp_path):
     target = labconsole("machine", "--target", "mps", "--db", str(db))
     assert target.returncode == 2 and "supported targets are cpu, cuda, cuda:N" in target.stderr
     repeats = labconsole("machine", "--repeats", "0", "--db", str(db))
-    assert repeats.returncode == 2 and "--repeats must be at least 1" in repeats.stderr
+    assert repeats.returncode == 2 and "argument --repeats: must be a whole number from 1" in repeats.stderr

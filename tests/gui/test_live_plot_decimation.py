@@ -262,14 +262,23 @@ def test_live_batches_keep_every_spike_and_a_zoom_redraws_from_the_kept_data(qtb
     np.testing.assert_array_equal(plot.data()[1], y)  # the data itself is all kept
 
 
-def test_running_percentiles_and_readout_are_unchanged_by_decimation(qtbot):
+def test_running_percentile_lines_keep_their_extremes_in_fewer_points(qtbot):
     plot = shown(qtbot, LatencyPlot(), 800, 300)
     t, y = hour_of_latencies(1_000, n=20_000)
+    y[12_000:12_400] = 9.0  # a burst of slow iterations: the running p99 rises for a while
     plot.add_latencies(t, y)
     plot.refresh()
+    ends = range(100, 20_001, 100)  # a running-percentile point every 100 iterations, over the last 1000
+    p50 = [np.median(y[max(0, e - 1000):e]) for e in ends]
+    p99 = [np.percentile(y[max(0, e - 1000):e], 99) for e in ends]
+    width = plot.plot_item.getViewBox().width()
     p50_x, p50_y = plot._p50_line.getData()
-    assert p50_x.size == 200  # one point per 100 iterations: fits the pixels, drawn as it is
-    assert p50_y[-1] == pytest.approx(np.median(y[-1000:]))
+    p99_x, p99_y = plot._p99_line.getData()
+    # Wide strokes (3 px over a 6 px halo) get one block per 12 px: fewer points, the same extremes.
+    assert p50_x.size <= 2 * width / 12 + 8 and p99_x.size <= width / 12 + 8
+    assert p50_y.max() == pytest.approx(max(p50)) and p50_y.min() == pytest.approx(min(p50))
+    assert p99_y.max() == pytest.approx(max(p99))  # the dashed p99 line draws its upper envelope: every rise
+    assert p50_y[-1] == pytest.approx(np.median(y[-1000:]))  # and ends at the current value
     assert plot.percentiles()["n"] == 1000
 
 
@@ -293,3 +302,22 @@ def test_an_hour_of_telemetry_keeps_its_dips_and_follow_mode_clips(qtbot):
     x, _ = plot._series["total"].curve.getData()
     assert x.min() >= t[-1] - 60.0 - 0.2 and x.max() == t[-1]
     assert plot.data("total")[0].size == 36_000
+
+
+def test_the_time_axis_moves_in_steps_and_always_shows_the_newest_data(qtbot):
+    plot = shown(qtbot, LatencyPlot(capacity=100_000), 1000, 300)
+    t = np.linspace(0.0, HOUR_S, 100_000)
+    plot.set_data(t, np.ones(t.size))
+    plot.refresh()
+    view = plot.plot_item.getViewBox()
+    before = view.viewRange()[0]
+    assert before[0] <= 0.0 and before[1] >= HOUR_S
+    plot.add_latencies([HOUR_S + 0.1], [1.0])  # a tick later: within the step, the axis stays put
+    plot.refresh()
+    assert view.viewRange()[0] == before
+    later = before[1] + 30.0  # past the step: the axis moves, and the newest sample is on screen
+    plot.add_latencies([later], [1.0])
+    plot.refresh()
+    low, high = view.viewRange()[0]
+    assert high >= later and (low, high) != tuple(before)
+    assert (high - later) / (high - low) < 0.1  # a step is a few percent of the span, not a jump

@@ -57,7 +57,7 @@ def test_make_data_command_writes_a_directory_the_scenario_reads(tmp_path, capsy
     (["--model", "nope"], "unknown catalog model 'nope'"),
     (["--shape", "3xa"], "bad shape"),
     (["--shape", "3", "--dtype", "floaty"], "--dtype 'floaty'"),
-    (["--model", "mlp", "--count", "0"], "--count: must be ≥ 1"),
+    (["--model", "mlp", "--count", "0"], "argument --count: must be a whole number from 1"),
 ])
 def test_make_data_refuses_bad_options_with_the_fix(tmp_path, capsys, argv, message):
     assert main(["make-data", "--dir", str(tmp_path / "d"), *argv]) == 2
