@@ -18,7 +18,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from engines import backends, cache, hygiene, profiling, protocol, sandbox, scenarios
@@ -113,8 +112,8 @@ def pool_main(conn, engine: str, ready) -> None:
 def _confine(spec_data: dict[str, Any]) -> dict[str, Any]:
     """Sandbox this worker (engines.sandbox) when it loads a user's model file: after the engine's imports,
     before the file is opened. Its own folder becomes the temp dir (profile traces go there; the runner removes
-    it); an ONNX Runtime int8 run also writes its cache folder and, for the quantizer's shape inference, the
-    model's folder (ONNX is data: the sandbox there is a second line, TorchScript never gets these)."""
+    it); an ONNX Runtime int8 run also writes its int8 cache folder (the quantizer works on a staged view of the
+    file in the temp dir, so the model's folder is never written)."""
     try:
         spec = RunSpec.from_dict(spec_data)
     except (SpecError, TypeError, ValueError):
@@ -124,8 +123,8 @@ def _confine(spec_data: dict[str, Any]) -> dict[str, Any]:
     _import_engine(spec.engine)
     try:
         also = []
-        if spec.engine == "onnxruntime" and spec.precision == "int8":  # quantize_dynamic writes <stem>-inferred.onnx
-            also = [cache.subdir("onnx/int8"), Path(spec.model).resolve().parent]  # beside the source (ONNX is data)
+        if spec.engine == "onnxruntime" and spec.precision == "int8":
+            also = [cache.subdir("onnx/int8")]  # the quantized file; the quantizer's side file goes in the temp dir
         return sandbox.confine(sandbox.work_dir(), also)
     except OSError as exc:  # no temporary folder to give it: the run goes on, and its record says so
         return {**IN_PROCESS, "summary": f"not applied (no folder for the worker: {exc})"}

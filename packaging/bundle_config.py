@@ -45,6 +45,8 @@ EXCLUDED_MODULES = [
     "tkinter", "_tkinter", "IPython", "jupyter_client", "ipykernel", "matplotlib", "pytest", "_pytest",
     "pyqtgraph.examples", "pyqtgraph.opengl", "pyqtgraph.jupyter", "PyInstaller", "setuptools", "pip",
     "importlinter", "grimp", "ruff",
+    # Test-only libraries of the dev extra (property tests and statistics oracles): never imported by the app.
+    "hypothesis", "scipy",
     # torch extras the workers never use.
     "torch.utils.tensorboard", "tensorboard",
 ]

@@ -1,16 +1,42 @@
 """Input editor: a model file's inputs, with a field for each dynamic shape and each scalar value.
 
 Fixed inputs are shown for information; a dynamic dimension other than the batch, or a scalar input (a sample
-rate, say), needs a value from the user — the engine fills the batch from the form.
+rate, say), needs a value from the user — the engine fills the batch from the form. An input whose shape the file
+does not record (`"shape": None`: a TorchScript Tensor argument, an ONNX tensor of unknown rank) needs a whole
+shape; a TorchScript int/float/bool argument (also `None`) needs a number.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from widgets import theme
 
 _COLUMNS = ("Input", "dtype", "Declared shape", "Value")
+_NUMBER_KINDS = ("int", "float", "bool")  # TorchScript argument types the engine feeds as Python numbers
+SHAPE, NUMBER, FIXED, NOT_FED = "shape", "number", "fixed", "not fed"
+
+
+def input_kind(spec: dict) -> str:
+    """What an input needs from the user: SHAPE, NUMBER, FIXED (nothing) or NOT_FED (a type the engine does
+    not feed, e.g. an ONNX sequence or a TorchScript List[int]; the model's default applies)."""
+    shape, dtype = spec.get("shape"), str(spec.get("dtype", ""))
+    if shape is None:  # the file records no shape
+        if dtype in _NUMBER_KINDS:
+            return NUMBER
+        return SHAPE if dtype == "Tensor" or _is_array_dtype(dtype) else NOT_FED
+    if not shape:
+        return NUMBER
+    return SHAPE if any(_is_dynamic(d) for d in shape[1:]) else FIXED  # the first dynamic dimension is the batch
+
+
+def _is_array_dtype(dtype: str) -> bool:
+    try:
+        np.dtype(dtype)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _is_dynamic(dim) -> bool:
@@ -18,6 +44,8 @@ def _is_dynamic(dim) -> bool:
 
 
 def _shape_text(shape) -> str:
+    if shape is None:
+        return "not recorded"
     return "scalar" if not shape else " × ".join(str(d) for d in shape)
 
 
@@ -60,8 +88,7 @@ class InputEditor(QtWidgets.QWidget):
         self._table.blockSignals(True)
         self._table.setRowCount(len(self._inputs))
         for row, spec in enumerate(self._inputs):
-            shape = spec.get("shape") or []
-            cells = [spec["name"], str(spec.get("dtype", "")), _shape_text(shape)]
+            cells = [spec["name"], str(spec.get("dtype", "")), _shape_text(spec.get("shape"))]
             for column, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)
                 item.setFlags(item.flags() & ~QtCore.Qt.ItemFlag.ItemIsEditable)
@@ -69,9 +96,7 @@ class InputEditor(QtWidgets.QWidget):
             value = QtWidgets.QTableWidgetItem(self._initial_text(spec, values.get(spec["name"])))
             if not self._needs_value(spec):
                 value.setFlags(value.flags() & ~QtCore.Qt.ItemFlag.ItemIsEditable)
-                value.setToolTip("fixed by the model (the batch comes from the form)")
-            else:
-                value.setToolTip("a number" if not shape else "a shape such as 1x128 (first dimension = batch)")
+            value.setToolTip(self._tooltip(spec))
             self._table.setItem(row, 3, value)
         self._table.blockSignals(False)
         self._table.resizeColumnsToContents()
@@ -88,11 +113,13 @@ class InputEditor(QtWidgets.QWidget):
             if not self._needs_value(spec):
                 continue
             text = self._table.item(row, 3).text().strip()
-            if not spec.get("shape"):
+            if input_kind(spec) == NUMBER:
                 try:
-                    scalars[spec["name"]] = float(text) if "." in text else int(text)
+                    number = float(text) if "." in text else int(text)
                 except ValueError:
                     continue
+                if spec.get("dtype") != "bool" or number in (0, 1):
+                    scalars[spec["name"]] = number
             elif (dims := _parse_shape(text)) is not None:
                 shapes[spec["name"]] = dims
         return shapes, scalars
@@ -103,17 +130,36 @@ class InputEditor(QtWidgets.QWidget):
         missing = []
         for spec in self._inputs:
             if self._needs_value(spec) and spec["name"] not in shapes and spec["name"] not in scalars:
-                what = "a number" if not spec.get("shape") else f"a shape for {_shape_text(spec['shape'])}"
-                missing.append(f"input {spec['name']!r} needs {what}")
+                missing.append(f"input {spec['name']!r} needs {self._ask(spec)}")
         return missing
 
     # ---- Private API
     @staticmethod
     def _needs_value(spec: dict) -> bool:
-        shape = spec.get("shape") or []
-        if not shape:
-            return True
-        return any(_is_dynamic(d) for d in shape[1:])  # the first dynamic dimension is the batch
+        return input_kind(spec) in (SHAPE, NUMBER)
+
+    @staticmethod
+    def _ask(spec: dict) -> str:
+        """What the user must type, in words (for the error and the cell's tooltip)."""
+        kind = input_kind(spec)
+        if kind == NUMBER:
+            return "0 or 1" if spec.get("dtype") == "bool" else "a number"
+        if kind == SHAPE:
+            if spec.get("shape") is None:
+                return "a shape such as 1x3x224x224 (the file records none)"
+            return f"a shape for {_shape_text(spec['shape'])}"
+        return kind
+
+    @staticmethod
+    def _tooltip(spec: dict) -> str:
+        kind = input_kind(spec)
+        if kind == FIXED:
+            return "fixed by the model (the batch comes from the form)"
+        if kind == NOT_FED:
+            return "Lab Console feeds tensors and numbers only; the model's default value applies"
+        if kind == SHAPE:
+            return f"{InputEditor._ask(spec)}; first dimension = batch"
+        return InputEditor._ask(spec)
 
     @staticmethod
     def _initial_text(spec: dict, value) -> str:
@@ -121,6 +167,8 @@ class InputEditor(QtWidgets.QWidget):
             return "x".join(str(d) for d in value)
         if isinstance(value, (int, float)):
             return str(value)
+        if input_kind(spec) == NOT_FED:
+            return "(default)"
         return "" if InputEditor._needs_value(spec) else _shape_text(spec.get("shape") or [])
 
     def _validate(self, *_args) -> None:

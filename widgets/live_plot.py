@@ -35,6 +35,7 @@ _SYMBOL_MAX_POINTS = 2000
 UNAVAILABLE_LABEL_MAX = 40
 # Pixels a curve is decimated for while its plot has no width yet (not laid out): a wide wall screen's.
 _DEFAULT_BUCKETS = 1920
+MINOR_BLOCK_PX = 4  # pixels per min/max block of a per-core (minor) series
 
 
 # ---- Shared refresh timer
@@ -149,10 +150,11 @@ class _PeakFeed:
     redraws the samples shown so far at the new span, so data still shows up only at a refresh.
     """
 
-    def __init__(self, series: PeakSeries, curve: pg.PlotDataItem, upper: bool = False):
+    def __init__(self, series: PeakSeries, curve: pg.PlotDataItem, upper: bool = False, block_px: int = 1):
         self.series = series
         self.curve = curve
         self.upper = upper  # draw the upper envelope only (PeakSeries.peaks)
+        self.block_px = block_px  # at least this many pixels per decimation block (faint context lines: coarser)
         self.extra: tuple[float, float] | None = None  # one point after the series (a live running percentile)
         self._version = -1  # the series' version at the last refresh; -1: never refreshed, nothing to show
         self._end = 0
@@ -165,7 +167,7 @@ class _PeakFeed:
         if self._version < 0:
             return
         x0, x1, pixels = _view_span(self.curve)
-        buckets = max(1, pixels // _block_px(self.curve))
+        buckets = max(1, pixels // max(self.block_px, _block_px(self.curve)))
         key = (self._version, self._end, x0, x1, buckets, self.extra)
         if key == self._key:
             return
@@ -879,7 +881,9 @@ class TimeSeriesPlot(_TimePlot):
         # After addItem: PlotItem.addItem overwrites both with the plot-wide defaults.
         _peak_downsampled(curve)
         data = PeakSeries(self._capacity)
-        s = _Series(data, curve, _PeakFeed(data, curve), minor)
+        # A per-core line is faint context under the total: min and max per 4 px keep each core's peaks and dips
+        # at a quarter of the points (64 cores would otherwise be most of a frame).
+        s = _Series(data, curve, _PeakFeed(data, curve, block_px=MINOR_BLOCK_PX if minor else 1), minor)
         self._series[name] = s
         self._feeds.append(s.feed)
         if minor:

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from console import reproduce
+from console.analysis.validity_text import rules_judged
 
 __all__ = ["MISSING", "escape", "run_markdown", "title_line"]
 
@@ -63,7 +64,7 @@ def run_markdown(run: Mapping[str, Any]) -> str:
     if problem:
         lines += [f"**{escape(str(run.get('status') or 'failed')).capitalize()}:** {escape(str(problem))}", ""]
     lines += _table(summary)
-    lines += [""] + _validity(summary)
+    lines += [""] + _validity(summary, spec.get("scenario") if isinstance(spec.get("scenario"), str) else None)
     baseline = _baseline(summary.get("baseline"))
     if baseline:
         lines += ["", baseline]
@@ -178,12 +179,11 @@ def _energy_method(energy: Mapping[str, Any]) -> str:
     return escape(method) if method else "method not recorded"
 
 
-def _validity(summary: Mapping[str, Any]) -> list[str]:
+def _validity(summary: Mapping[str, Any], scenario: str | None = None) -> list[str]:
     if "valid" not in summary:
         return ["Validity: not assessed (this run has no summary)."]
     if summary.get("valid"):
-        return ["**VALID** — every measurement rule was met (LoadGen-style: duration, count, stability, "
-                "samples behind each percentile)."]
+        return [f"**VALID** — every measurement rule was met ({rules_judged(summary, scenario)})."]
     reasons = [r for r in summary.get("invalid_reasons") or [] if isinstance(r, Mapping)]
     count = len(reasons)
     lines = [f"**INVALID** — {count} rule{'s' * (count != 1)} not met:" if count else "**INVALID**"]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from console.analysis.compare import compare
+from console.analysis.validity_text import rules_judged
 from console.telemetry import catalog
 
 WINDOW_S = 1.0  # "current" = the last second
@@ -174,10 +175,11 @@ def final_power_reason(summary: dict[str, Any]) -> str | None:
     return energy.get("reason") or None
 
 
-def validity_line(summary: dict[str, Any]) -> tuple[bool, str]:
-    """(valid, one line): "VALID" or the first rule the run failed, in the summary's own words."""
+def validity_line(summary: dict[str, Any], scenario: str | None = None) -> tuple[bool, str]:
+    """(valid, one line): "VALID" with the rules that judged it (the server scenario's are LoadGen's latency
+    bound and early stopping, not stability), or the first rule the run failed, in the summary's own words."""
     if summary.get("valid"):
-        return True, "VALID measurement (LoadGen-style rules: duration, count, stability, percentiles backed)"
+        return True, f"VALID measurement ({rules_judged(summary, scenario)})"
     reasons = summary.get("invalid_reasons") or []
     first = reasons[0]["detail"] if reasons else "no iteration was measured"
     more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""

@@ -106,7 +106,9 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         if workspace.usable:
             self.controller = RunController(workspace, parent=self)
         context = pages.PageContext(workspace, base_values=self._sweep_base, targets=lambda: self._targets,
-                                    cluster_address=lambda: self._cluster.address if self._cluster else "")
+                                    cluster_address=lambda: self._cluster.address if self._cluster else "",
+                                    is_code=lambda path: bool(self._code_files.get(path)),
+                                    trusts_code=self._trusts_code)
         for position, info in enumerate(self.page_infos):
             page = info.build(context)
             placeholder = self.tabs.widget(position)

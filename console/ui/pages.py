@@ -32,6 +32,8 @@ class PageContext:
     base_values: Callable[[], dict[str, Any]]  # the Run page's current setup and model inputs
     targets: Callable[[], list[dict[str, Any]]]  # the targets discovered so far
     cluster_address: Callable[[], str] = lambda: ""  # the lab cluster joined ("" when none)
+    is_code: Callable[[str], bool] = lambda path: False  # this model file is code (TorchScript), from its inspection
+    trusts_code: Callable[[str], bool] = lambda path: False  # the window asks: does the user trust that code?
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,8 @@ def _sweeps(context: PageContext) -> QtWidgets.QWidget:
     from console.ui.sweep_page import SweepPage
 
     return SweepPage(context.workspace, base_values=context.base_values, targets=context.targets,
-                     cluster_address=context.cluster_address)
+                     cluster_address=context.cluster_address, is_code=context.is_code,
+                     trusts_code=context.trusts_code)
 
 
 def _system(context: PageContext) -> QtWidgets.QWidget:

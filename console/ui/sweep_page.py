@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -54,9 +55,11 @@ class SweepPage(QtWidgets.QWidget):
     # ---- Public API
     def __init__(self, workspace: Workspace | None = None, base_values: Callable[[], dict[str, Any]] | None = None,
                  targets: Callable[[], list[dict[str, Any]]] | None = None,
-                 cluster_address: Callable[[], str] | None = None, parent: QtWidgets.QWidget | None = None):
+                 cluster_address: Callable[[], str] | None = None, parent: QtWidgets.QWidget | None = None, *,
+                 is_code: Callable[[str], bool] | None = None, trusts_code: Callable[[str], bool] | None = None):
         """`workspace`: the history, how runs are measured, and the one measuring state shared with the Run page
-        (None: a page that can only show sweeps it is given)."""
+        (None: a page that can only show sweeps it is given). `is_code(path)`: the model file is code (TorchScript,
+        from its inspection); `trusts_code(path)`: the window's question, True when the user trusts it."""
         super().__init__(parent)
         self._workspace = workspace
         self._store = workspace.store if workspace else None
@@ -64,6 +67,8 @@ class SweepPage(QtWidgets.QWidget):
         self._base_values = base_values or (lambda: {})
         self._targets = targets or (lambda: [])
         self._cluster_address = cluster_address or (lambda: "")  # a fleet sweep (the Lab nodes axis) needs one
+        self._is_code = is_code or (lambda path: False)
+        self._trusts_code = trusts_code or (lambda path: False)
         self._sweep: SweepRun | None = None
         self._thread: threading.Thread | None = None
         self._stop_clicks = 0
@@ -98,6 +103,8 @@ class SweepPage(QtWidgets.QWidget):
             remote_for = self._remote_for(grid)
             if isinstance(remote_for, str):
                 self._refuse(remote_for)
+                return False
+            if not self._trusted(base):
                 return False
             sweep = SweepRun(base, grid, self._writer, name=self.name_edit.text().strip(), on_point=self._relay.emit,
                              targets=self._targets() or None, strict=False,
@@ -211,6 +218,21 @@ class SweepPage(QtWidgets.QWidget):
         self.knee_label.setToolTip(record.get("knee_rule", ""))
 
     # ---- Private API
+    def _trusted(self, base: dict[str, Any]) -> bool:
+        """A model file that is code runs only if the user says yes (the Run page's question): then every point
+        of this sweep trusts it (`trust_code` in the base, this sweep only); No starts nothing."""
+        from engines.spec import is_model_path
+
+        model = base.get("model")
+        if base.get("trust_code") or not is_model_path(model or "") or not self._is_code(model):
+            return True
+        if not self._trusts_code(model):
+            self._refuse(f"The sweep was not started: {Path(model).name} is code (TorchScript) and was not "
+                         "trusted. Run sweep again and answer Yes if you trust where it came from.")
+            return False
+        base["trust_code"] = True
+        return True
+
     def _remote_for(self, grid: SweepGrid) -> Any:
         """point → its node's RemoteRun factory for a fleet sweep (the Lab nodes axis); None for a sweep of this
         machine; a message when the axis is set but no lab cluster is joined (the grid checked the labels)."""

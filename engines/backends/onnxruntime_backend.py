@@ -99,7 +99,7 @@ def load(spec: RunSpec) -> LoadedModel:
         details["export"] = {"path": str(path), "cached": check.pop("cached"), "check": _plain(check)}
     if spec.precision == "int8":
         quantized = time.perf_counter()
-        path, quantization = _quantized(path)
+        path, quantization = _quantized(path, facts["external_data"] if spec.is_file else ())
         prepare_s += time.perf_counter() - quantized
         details["quantization"] = quantization
 
@@ -191,10 +191,15 @@ def _require_fp16_file(path: Path, facts: dict[str, Any]) -> None:
                            "model (model.half() before torch.onnx.export)")
 
 
-def _quantized(source: Path) -> tuple[Path, dict[str, Any]]:
-    """Dynamic int8 quantization of `source`, cached by its sha256 and the onnxruntime version."""
+def _quantized(source: Path, external: list[str] | tuple[str, ...] = ()) -> tuple[Path, dict[str, Any]]:
+    """Dynamic int8 quantization of `source`, cached by its sha256 and the onnxruntime version.
+
+    The quantizer writes `<stem>-inferred.onnx` beside the file it is given, so it is given a staged view of the
+    file in a temporary folder (the worker's own under the sandbox): the user's folder is only ever read.
+    `external`: the file's external data locations (relative to its folder), staged with it."""
     import contextlib
     import os
+    import tempfile
 
     import onnxruntime as ort
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -209,8 +214,9 @@ def _quantized(source: Path) -> tuple[Path, dict[str, Any]]:
         return target, {**info, "cached": True}
     tmp = cache.temp_path(target).with_suffix(".onnx")
     try:
-        with _quiet_quantizer():
-            quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8)
+        with tempfile.TemporaryDirectory(prefix="labconsole-int8-") as staging, _quiet_quantizer():
+            staged = _staged(source, Path(staging), external)
+            quantize_dynamic(str(staged), str(tmp), weight_type=QuantType.QInt8)
         os.replace(tmp, target)
     except Exception as exc:  # noqa: BLE001
         raise OrtLoadError(f"precision: int8 quantization of {source.name} failed ({type(exc).__name__}: "
@@ -219,6 +225,28 @@ def _quantized(source: Path) -> tuple[Path, dict[str, Any]]:
         with contextlib.suppress(OSError):
             tmp.unlink()
     return target, {**info, "cached": False}
+
+
+def _staged(source: Path, folder: Path, external: list[str] | tuple[str, ...]) -> Path:
+    """`source` as seen from `folder`: a symlink to the .onnx (a copy where symlinks are not allowed), and for each
+    external data file a hard link, else a copy (onnx refuses symlinked external data). Nothing is written to
+    `source`'s folder, and nothing opens the staged files for writing (a hard link shares the user's bytes)."""
+    import os
+    import shutil
+
+    staged = folder / source.name
+    try:
+        os.symlink(source.resolve(), staged)
+    except OSError:  # Windows without the symlink right
+        shutil.copyfile(source, staged)
+    for location in external:  # checked by inspect_onnx to lie inside source's folder
+        data, link = source.parent / location, folder / location
+        link.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(data, link)
+        except OSError:  # another filesystem, protected hard links, or a sandbox that denies linking: copy
+            shutil.copyfile(data, link)
+    return staged
 
 
 def _session_options(spec: RunSpec, ort):

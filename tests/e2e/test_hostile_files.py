@@ -5,7 +5,7 @@ A scripted module can write files: `torch.from_file(path, shared=True, size=N)` 
 process: loading a copy aimed at another path creates that marker. Then, in a worker: without --trust-code the
 file is refused before it is loaded; with it, the sandbox refuses the write and the run fails saying so. Either
 way the marker is never created. Benign files then run confined, profiled (torch) and quantized (ONNX Runtime
-int8 writes beside the source and into its cache), with the sandbox recorded in the history.
+int8 writes only into its cache, quantizing a staged copy), with the sandbox recorded in the history.
 """
 
 from pathlib import Path
