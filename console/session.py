@@ -251,7 +251,6 @@ class RunSession:
         if self._pool is not None:  # nothing of this run measures any more: the next run's worker can warm up
             self._pool.prepare(self.spec.engine)
 
-
     def _telemetry_death(self) -> list[str]:
         """A warning when the telemetry sampler died, with what its samples of this run cover."""
         death = getattr(self._hub, "death", None) if self._hub is not None else None
