@@ -131,7 +131,8 @@ def _confine(spec_data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _import_engine(engine: str) -> None:
-    """Import the engine's libraries (before a sandbox: they read files it would deny; ahead of time: a spare)."""
+    """Import the engine's libraries: before a sandbox (an import may write caches it would refuse), or ahead of
+    time (a spare)."""
     if engine in backends.names():
         for name in (backends.info(engine).module, *_ENGINE_IMPORTS.get(engine, ())):
             with contextlib.suppress(Exception):  # an engine that does not import fails at load, saying why
