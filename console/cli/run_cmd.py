@@ -119,20 +119,28 @@ def _remote(args: argparse.Namespace) -> Any:
 
 
 def _spec_from_file(args: argparse.Namespace, fields) -> Any:
-    """The spec of --spec FILE, or None after saying why; spec flags beside it are refused, not merged."""
+    """The spec of --spec FILE, or None after saying why; spec flags beside it are refused, not merged — except
+    --trust-code: a file never grants trust in its model's code (it may come from anyone), the user does."""
     from console.reproduce import SpecFileError, load_spec
     from console.specs import flag_for
 
     given = spec_values(args, fields)
+    trusted = bool(given.pop("trust_code", False))
     if given:
         flags = ", ".join(flag_for(path) for path in given)
         fail(f"--spec runs the file's spec as it is; drop {flags} (or edit the file)")
         return None
     try:
-        return load_spec(args.spec)
+        spec = load_spec(args.spec)
     except SpecFileError as exc:
         fail(f"--spec {exc}")
         return None
+    if spec.trust_code and not trusted:
+        fail(f"--spec {args.spec} asks to trust its model file as code (trust_code: true), and a spec file never "
+             f"grants that: add --trust-code if you trust {spec.model}")
+        return None
+    spec.trust_code = trusted
+    return spec
 
 
 def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:

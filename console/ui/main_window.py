@@ -167,14 +167,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
 
     def start_run(self, values: dict[str, Any] | None = None) -> str | None:
         """Validate the form and start a run; a bad field is named in a dialog, nothing is spawned."""
-        if self.controller is None:
-            return None
-        from console.ui.workspace import RUN, Busy
-
-        try:
-            self.workspace.check_free(RUN)
-        except Busy as exc:
-            self._show_error(str(exc), exc.title)
+        if not self._free_to_run():
             return None
         from console.specs import SpecError, build_spec, label_for
         from engines.spec import is_model_path
@@ -192,12 +185,34 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         except SpecError as exc:
             self._show_error(f"The run was not started: {label_for(exc.field)}: {exc.detail}", "Invalid run setup")
             return None
-        if spec.is_file and not spec.trust_code and self._code_files.get(spec.model):
-            if not self._trusts_code(spec.model):
-                self.status.showMessage(f"Not started: {Path(spec.model).name} is code and was not trusted")
-                return None
-            spec.trust_code = True  # for this run only: the form does not keep it
+        if not self._confirm_code(spec, spec.trust_code):
+            return None
         return self._start_spec(spec, remote=remote)
+
+    def _free_to_run(self) -> bool:
+        """A run may start: the history is usable and nothing measures (else the reason is shown)."""
+        if self.controller is None:
+            return False
+        from console.ui.workspace import RUN, Busy
+
+        try:
+            self.workspace.check_free(RUN)
+        except Busy as exc:
+            self._show_error(str(exc), exc.title)
+            return False
+        return True
+
+    def _confirm_code(self, spec, is_code: bool) -> bool:
+        """A model file that is code (its inspection said so, or `is_code`) runs only when the user says Yes now;
+        `spec.trust_code` is then set for this run only — never taken from the form or a stored spec."""
+        spec.trust_code = False
+        if not (spec.is_file and (is_code or self._code_files.get(spec.model))):
+            return True
+        if not self._trusts_code(spec.model):
+            self.status.showMessage(f"Not started: {Path(spec.model).name} is code and was not trusted")
+            return False
+        spec.trust_code = True
+        return True
 
     def _trusts_code(self, path: str) -> bool:
         """Ask before running a model file that is code (TorchScript): why it is code, what the sandbox does."""
@@ -218,20 +233,17 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
     def rerun(self, spec_data: dict[str, Any]) -> str | None:
         """Run a stored spec again (the History page's Re-run): the same path as the Run page's runs, refused
         while anything measures."""
-        if self.controller is None:
+        if not self._free_to_run():
             return None
-        from console.ui.workspace import RUN, Busy
         from engines.spec import RunSpec, SpecError
 
-        try:
-            self.workspace.check_free(RUN)
-        except Busy as exc:
-            self._show_error(str(exc), exc.title)
-            return None
         try:
             spec = RunSpec.from_dict(dict(spec_data)).validate()
         except (SpecError, TypeError, ValueError) as exc:
             self._show_error(f"The stored setup cannot be run again: {exc}", "Cannot re-run")
+            return None
+        # a stored run that trusted its file (perhaps a colleague's, imported) is asked about again
+        if not self._confirm_code(spec, spec.trust_code):
             return None
         return self._start_spec(spec, "re-run")
 

@@ -113,3 +113,13 @@ def test_import_merges_once_and_refuses_what_is_not_a_history(db, first_run, tmp
     refused = labconsole("import", str(text), db=lab_b)
     assert refused.returncode == 1 and "not a Lab Console history" in refused.stderr and "Fix:" in refused.stderr
     assert text.read_text() == "not a history\n"
+
+
+def test_a_spec_file_never_grants_trust_in_its_models_code(db, tmp_path):
+    spec = tmp_path / "colleague.json"
+    model = tmp_path / "model.pt"
+    model.write_bytes(b"PK\x03\x04 not a real archive")  # never opened: the refusal comes first
+    spec.write_text(json.dumps({"model": str(model), "trust_code": True}))
+    done = labconsole("run", "--spec", str(spec), db=db)
+    assert done.returncode == 2 and "a spec file never grants that: add --trust-code" in done.stderr
+    assert "Traceback" not in done.stderr

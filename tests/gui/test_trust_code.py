@@ -81,3 +81,7 @@ def test_running_torchscript_asks_first_and_yes_trusts_it_for_that_run(qtbot, wi
     assert record["spec"]["trust_code"] is True and len(asked) == 2
     assert record["environment"]["sandbox"]["active"] is bool(abi)
     assert "trust_code" not in window.run_page.form.values()  # trusted for that run only, never remembered
+
+    # Re-run of that stored run (it trusted its file; a colleague's imported history could too): asked again
+    answer[0] = buttons.No
+    assert window.rerun(record["spec"]) is None and len(asked) == 3 and not window.controller.busy
