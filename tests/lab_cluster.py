@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 TOKEN = os.environ.get("RAY_AUTH_TOKEN") or secrets.token_hex(16)
-_SAVED_ENV = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "LABCONSOLE_TEST_NODE_HOME")}
+_SAVED_ENV = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "LABCONSOLE_TEST_NODE_HOME",
+                                             "RAY_TMPDIR")}
 os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=TOKEN)
 MB = 1 << 20
 
@@ -32,6 +33,16 @@ def node_args(accel: str, hostname: str, data_home: str | None = None) -> dict[s
             "env_vars": {"LABCONSOLE_HOSTNAME": hostname, "XDG_DATA_HOME": data_home}}
 
 
+def own_ray_temp(temp_dir: str) -> None:
+    """Point Ray's default temp root (RAY_TMPDIR) at `temp_dir` and make the `ray` folder it expects there.
+
+    `ray.cluster_utils.Cluster` writes the head's address to `<root>/ray/ray_current_cluster`, and that folder
+    exists by default only on a machine where Ray ran before: a fresh machine (or CI with an empty TMPDIR) failed
+    every cluster test at set-up with FileNotFoundError. The caller restores RAY_TMPDIR (lab_cluster does)."""
+    os.environ["RAY_TMPDIR"] = temp_dir
+    os.makedirs(os.path.join(temp_dir, "ray"), exist_ok=True)
+
+
 @contextlib.contextmanager
 def lab_cluster(temp_dir: str) -> Iterator[dict[str, Any]]:
     """{cluster, address, nodes: {accel: node}}: nodes fake-a (host lab-a) and fake-b (lab-b); a lost node is
@@ -41,6 +52,7 @@ def lab_cluster(temp_dir: str) -> Iterator[dict[str, Any]]:
     from console.cluster import connect
 
     os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=TOKEN)
+    own_ray_temp(temp_dir)
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "object_store_memory": 80 * MB, "include_dashboard": False, "temp_dir": temp_dir,
         "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4,

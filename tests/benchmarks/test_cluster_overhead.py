@@ -16,6 +16,7 @@ import functools
 import os
 import secrets
 import statistics
+import tempfile
 import time
 
 import pytest
@@ -56,13 +57,16 @@ def _one(spec, writer, remote=None):
     return record["summary"]["latency_ms"]["p50"], first_s, delays
 
 
-def test_a_dispatched_run_measures_what_a_local_run_measures(bench, tmp_path):
+def test_a_dispatched_run_measures_what_a_local_run_measures(bench, tmp_path, monkeypatch):
     from ray.cluster_utils import Cluster
 
     from console.cluster import connect as connect_module
 
+    ray_temp = tempfile.mkdtemp(prefix="ray")  # short: Ray's socket paths live under it
+    monkeypatch.setenv("RAY_TMPDIR", ray_temp)  # Ray writes its address file under <RAY_TMPDIR>/ray
+    os.makedirs(os.path.join(ray_temp, "ray"), exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20,
-                                                             "include_dashboard": False})
+                                                             "include_dashboard": False, "temp_dir": ray_temp})
     cluster.add_node(num_cpus=1, object_store_memory=80 << 20, resources={RUN_RESOURCE: 1},
                      labels={"labconsole/target.cpu": "yes", "labconsole/engine.torch": "yes"})
     cluster.wait_for_nodes()
