@@ -1,0 +1,57 @@
+"""`labconsole doctor`: what on this machine adds noise to measurements — each setting with its reading and fix.
+
+The checks live in `engines.doctor` (Qt-free, read-only: /proc and /sys only); this command prints them as a
+table, or with --json the report itself ("schema": "labconsole.doctor/1"). The exit status is 0 whatever the
+machine's state (a report, not a gate); 2 for a bad option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from typing import Any
+
+from console.cli.common import EXIT_OK, emit_json, wants_json
+from console.cli.numbers import number
+
+NAME = "doctor"
+HELP = "what on this machine adds noise to measurements (governor, turbo, SMT, VM/steal, other processes, swap, " \
+       "thermal, power profile), each with its fix"
+DESCRIPTION = ("Reads /proc and /sys (never writes) and samples the busiest other processes over --sample seconds. "
+               "Each check is ok, warn (adds noise), bad (noisy enough to move results) or not available (why). "
+               "pyperf's `system show` is the model; the fixes name the command that changes each setting.")
+USES_HISTORY = False
+SYMBOLS = {"ok": "ok", "warn": "WARN", "bad": "BAD", "not_available": "n/a"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sample", type=number(0.1, 60.0, unit="s"), default=1.0, metavar="S",
+                        help="seconds between the two readings of the counters (steal, swap, throttling, other "
+                             "processes); 0.1 to 60, default 1")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def main(args: argparse.Namespace) -> int:
+    from engines.doctor import diagnose
+
+    report = diagnose(sample_s=args.sample)
+    if wants_json(args):
+        emit_json(report)
+    else:
+        print("\n".join(report_lines(report)))
+    return EXIT_OK
+
+
+def report_lines(report: dict[str, Any], width: int = 100) -> list[str]:
+    """One block per check: status, label, reading; the fix indented under it."""
+    from engines.doctor import summary_line
+
+    lines = [f"{report.get('host')} at {report.get('measured_at')} (counters sampled over {report.get('sample_s'):g} s)"
+             f" — {summary_line(report)}", ""]
+    for check in report.get("checks") or []:
+        head = f"{SYMBOLS.get(check['status'], check['status']):>4}  {check['label']}: "
+        lines.extend(textwrap.wrap(check["reading"], width, initial_indent=head, subsequent_indent=" " * 6))
+        if check.get("fix"):
+            lines.extend(textwrap.wrap(check["fix"], width, initial_indent="      fix: ",
+                                       subsequent_indent=" " * 11))
+    return lines
