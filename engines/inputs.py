@@ -8,7 +8,11 @@ parsing share one set of rules and one set of error messages:
   (`attention_mask`), so a BERT-style model needs one `--input`, not one per input;
 - otherwise the first dynamic dim is the batch; any other dynamic dim is an error that says what to give;
 - rank-0 inputs (a sample rate, a temperature) take `--input-value NAME=16000`, which must fit the input's dtype;
-- an unnamed dynamic dim (`?`, no dim_param) is its own dim: two `?` are never taken to be equal;
+- an unknown dim as exporters write it — no dim_param, a dim_param of "?" or "" (Paddle2ONNX and others write
+  "?"), a dim_value ≤ 0 (-1 is common) — is its own dim: two of them are never taken to be equal
+  (`unknown_dim`, applied to every declared shape first);
+- named dims that the user's shapes give different sizes are a warning, not an error (`symbol_warnings`): the
+  name is the exporter's, and the engine's own check decides whether the model needs them equal;
 - the samples one call processes are read from the resolved shapes (`samples_per_call`): `--input x=3x512`
   is 3 samples a call, whatever --batch says, and a --batch the shapes contradict is refused.
 
@@ -31,6 +35,7 @@ Dim = int | str | None
 INT_HIGH = 100  # integer inputs (token ids, indices) are drawn from [0, INT_HIGH)
 MAX_DIM = 2**63 - 1  # what an int64 shape holds (every engine's shape type); a larger dim cannot be passed on
 _EXAMPLE_DYNAMIC = 128  # the value an error message suggests for an unknown dynamic dim
+_UNNAMED = ("", "?")  # dim_param values that exporters write for "unknown", not a name shared with other dims
 
 
 class InputError(ValueError):
@@ -62,15 +67,15 @@ def resolve_shape(name: str, declared: Sequence[Dim], batch: int, user_shapes: M
     symbols to a size the model file suggests (a .pt2's example inputs), used for dims after the batch.
     """
     defaults = defaults or {}
-    declared = list(declared)
+    declared = [unknown_dim(d) for d in declared]
     if name in user_shapes:
         given = [int(d) for d in user_shapes[name]]
         if len(given) != len(declared) or any(
-                isinstance(d, int) and d >= 0 and d != g for d, g in zip(declared, given, strict=True)):
+                _is_fixed(d) and d != g for d, g in zip(declared, given, strict=True)):
             why = (f"rank {len(given)} instead of {len(declared)}" if len(given) != len(declared) else
                    "fixed dims differ: " + ", ".join(
                        f"dim {i} must be {d}, got {g}" for i, (d, g) in enumerate(zip(declared, given, strict=True))
-                       if isinstance(d, int) and d >= 0 and d != g))
+                       if _is_fixed(d) and d != g))
             raise InputError(f"input {name!r}: shape {format_shape(given)} does not fit the model's declared shape "
                              f"{format_declared(declared)} ({why}); give --input {name}="
                              f"{format_shape(_suggest(declared, batch, known))}")
@@ -99,6 +104,28 @@ def resolve_shape(name: str, declared: Sequence[Dim], batch: int, user_shapes: M
                          f"(declared {format_declared(declared)}); give --input {name}="
                          f"{format_shape(_suggest(declared, batch, known))} (your sizes)")
     return shape
+
+
+def unknown_dim(dim: Any) -> Dim:
+    """A declared dim as these rules read it: None for an unknown one however the exporter wrote it (no
+    dim_param, "?" or "" as dim_param, a dim_value ≤ 0), else the fixed int or the symbol's name.
+
+    Each None is its own dim; only a real name ("batch", "seq") ties dims together.
+    """
+    if dim is None or isinstance(dim, bool):
+        return None
+    if isinstance(dim, str):
+        return None if dim.strip() in _UNNAMED else dim
+    if isinstance(dim, (int, np.integer)):
+        return int(dim) if dim >= 1 else None
+    return None
+
+
+def symbol_warnings(declared: Iterable[Mapping[str, Any]], user_shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    """One warning per named dim that the user's shapes give different sizes (`seq` 128 in one input, 64 in
+    another, or twice in one input). Not an error: an exporter may reuse a name for dims the model does not tie,
+    and the engine refuses the run itself if the model needs them equal."""
+    return _bind_symbols([dict(item) for item in declared], user_shapes)[1]
 
 
 def make_array(name: str, shape: Sequence[int], dtype: str | np.dtype, seed: int = 0) -> np.ndarray:
@@ -135,6 +162,8 @@ def resolve_inputs(declared: Iterable[Mapping[str, Any]], batch: int,
     `declared` items are {name, dtype (numpy name), shape (dims)}; `defaults` see resolve_shape. A user value
     for a tensor input fills it.
     Names in user_shapes/user_values that the model does not have are an error (a typo must not be ignored).
+    A named dim the user's shapes give different sizes is not: the item of the input where it disagrees
+    carries `warnings` (`symbol_warnings`; `input_warnings` gathers them for the run's notes).
     """
     declared = [dict(item) for item in declared]
     user_shapes = dict(user_shapes or {})
@@ -145,7 +174,10 @@ def resolve_inputs(declared: Iterable[Mapping[str, Any]], batch: int,
             if name not in names:
                 raise InputError(f"{option} {name}: the model has no input {name!r}; its inputs are "
                                  f"{', '.join(names) or '(none)'}")
-    known = _bind_symbols(declared, user_shapes)
+    for item in declared:
+        if item.get("shape"):
+            item["shape"] = [unknown_dim(d) for d in item["shape"]]
+    known, warnings = _bind_symbols(declared, user_shapes)
     arrays: dict[str, np.ndarray] = {}
     resolved: list[dict[str, Any]] = []
     for item in declared:
@@ -166,8 +198,16 @@ def resolve_inputs(declared: Iterable[Mapping[str, Any]], batch: int,
         arrays[name] = array
         resolved.append({"name": name, "dtype": str(np.dtype(dtype)), "shape": shape,
                          "declared": [d if d is None or isinstance(d, str) else int(d) for d in dims]})
+        mine = [text for text in warnings if text.startswith(f"--input {name}:")]
+        if mine:
+            resolved[-1]["warnings"] = mine
     check_batch(resolved, batch, user_shapes)
     return arrays, resolved
+
+
+def input_warnings(resolved: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The warnings that resolve_inputs put on its resolved items, in input order (for the run's notes)."""
+    return [text for item in resolved for text in (item.get("warnings") or [])]
 
 
 def samples_per_call(resolved: Iterable[Mapping[str, Any]]) -> int | None:
@@ -178,7 +218,7 @@ def samples_per_call(resolved: Iterable[Mapping[str, Any]]) -> int | None:
     a lookup table, does not); inputs that disagree, or scalars only, give None.
     """
     tensors = [item for item in resolved if item.get("shape")]
-    dynamic = [item for item in tensors if not _is_fixed((list(item.get("declared") or []) or [0])[0])]
+    dynamic = [item for item in tensors if not _is_fixed((list(item.get("declared") or []) or [1])[0])]
     counts = {int(item["shape"][0]) for item in (dynamic or tensors)}
     return counts.pop() if len(counts) == 1 else None
 
@@ -236,7 +276,7 @@ def _fitting(name: str, value: Any, dtype: str | np.dtype) -> Any:
 
 
 def _is_fixed(dim: Dim) -> bool:
-    return isinstance(dim, int) and not isinstance(dim, bool) and dim >= 0
+    return isinstance(dim, int) and not isinstance(dim, bool) and dim >= 1
 
 
 def _suggest(declared: Sequence[Dim], batch: int, known: Mapping[str, int] | None) -> list[int]:
@@ -256,19 +296,32 @@ def _suggest(declared: Sequence[Dim], batch: int, known: Mapping[str, int] | Non
     return out
 
 
-def _bind_symbols(declared: list[dict[str, Any]], user_shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
-    """Symbol → value from the user shapes, so other inputs sharing a symbol follow; conflicts are errors."""
+def _bind_symbols(declared: list[dict[str, Any]], user_shapes: Mapping[str, Sequence[int]],
+                  ) -> tuple[dict[str, int], list[str]]:
+    """(symbol → value from the user shapes, so other inputs sharing a symbol follow; warnings).
+
+    The first size given to a name fills that name in inputs the user left out; a later, different size is a
+    warning naming both places, and the user's shapes are passed on as given (the engine's check decides).
+    Unknown dims (None after `unknown_dim`) never bind: two "?" are two dims.
+    """
     known: dict[str, int] = {}
     where: dict[str, str] = {}
+    warnings: list[str] = []
     for item in declared:
-        name, dims = item["name"], list(item["shape"])
+        name, dims = item["name"], [unknown_dim(d) for d in (item["shape"] or [])]
         if name not in user_shapes or len(user_shapes[name]) != len(dims):
             continue  # rank errors are reported by resolve_shape with the full message
         for dim, value in zip(dims, user_shapes[name], strict=True):
-            if isinstance(dim, str):
-                if dim in known and known[dim] != int(value):
-                    raise InputError(f"--input {name}: dim {dim!r} is {int(value)} here but {known[dim]} in "
-                                     f"--input {where[dim]}; inputs sharing a dim must agree")
-                known[dim] = int(value)
-                where[dim] = name
-    return known
+            if not isinstance(dim, str):
+                continue
+            if dim in known and known[dim] != int(value):
+                other = "earlier in this shape" if where[dim] == name else f"in --input {where[dim]}"
+                text = (f"--input {name}: dim {dim!r} is {int(value)} here but {known[dim]} {other}; the model "
+                        f"names both {dim!r}, so it may need them equal — passed on as given, and the engine "
+                        f"refuses the run if they must agree. Fix, if it does: give {dim!r} one size")
+                if text not in warnings:
+                    warnings.append(text)
+                continue
+            known.setdefault(dim, int(value))
+            where.setdefault(dim, name)
+    return known, warnings

@@ -141,12 +141,15 @@ def _import_engine(engine: str) -> None:
 
 def _adopt_batch_of_inputs(spec: RunSpec, details: dict[str, Any]) -> None:
     """A model file's batch is what its inputs hold (`--input x=3x512`: 3 samples a call), so every count of
-    samples (scenarios, the summary's throughput) uses it; `samples_per_call` in `loaded` tells the console."""
-    if not spec.is_file:
-        return
+    samples (scenarios, the summary's throughput) uses it; `samples_per_call` in `loaded` tells the console.
+    Named dims the user's shapes give different sizes travel as `input_warnings` (the summary's notes)."""
     resolved = details.get("inputs") or []
     if not any("declared" in item for item in resolved):  # the torch backend keeps the resolved list with the file
         resolved = (details.get("file") or {}).get("inputs") or []
+    if warnings := model_inputs.input_warnings(item for item in resolved if isinstance(item, dict)):
+        details["input_warnings"] = warnings
+    if not spec.is_file:
+        return
     per_call = model_inputs.samples_per_call(resolved)
     if per_call is None:
         return

@@ -4,6 +4,10 @@ Fixed inputs are shown for information; a dynamic dimension other than the batch
 rate, say), needs a value from the user — the engine fills the batch from the form. An input whose shape the file
 does not record (`"shape": None`: a TorchScript Tensor argument, an ONNX tensor of unknown rank) needs a whole
 shape; a TorchScript int/float/bool argument (also `None`) needs a number.
+
+A named dim the entered shapes give two sizes (`seq` 16 in one input, 8 in another) is shown as a warning under
+the table, not an error: the run starts, and ONNX Runtime's own check decides (engines.inputs.symbol_warnings —
+the same words the run's notes carry).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from engines.inputs import symbol_warnings
 from widgets import theme
 
 _COLUMNS = ("Input", "dtype", "Declared shape", "Value")
@@ -46,7 +51,7 @@ def _is_dynamic(dim) -> bool:
 def _shape_text(shape) -> str:
     if shape is None:
         return "not recorded"
-    return "scalar" if not shape else " × ".join(str(d) for d in shape)
+    return "scalar" if not shape else " × ".join("?" if d is None else str(d) for d in shape)
 
 
 def _parse_shape(text: str) -> list[int] | None:
@@ -77,6 +82,11 @@ class InputEditor(QtWidgets.QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self._title)
         layout.addWidget(self._table)
+        self._warning = QtWidgets.QLabel()  # named dims given two sizes: the run starts, the engine decides
+        self._warning.setWordWrap(True)
+        self._warning.setStyleSheet(f"color: {theme.STATUS_COLORS['interrupted']};")
+        self._warning.setVisible(False)
+        layout.addWidget(self._warning)
         self._inputs: list[dict] = []
         self.setVisible(False)
 
@@ -133,6 +143,12 @@ class InputEditor(QtWidgets.QWidget):
                 missing.append(f"input {spec['name']!r} needs {self._ask(spec)}")
         return missing
 
+    def warnings(self) -> list[str]:
+        """Named dims that the entered shapes give different sizes: a warning, not a reason to refuse the run."""
+        shapes, _ = self.values()
+        declared = [spec for spec in self._inputs if isinstance(spec.get("shape"), list)]
+        return symbol_warnings(declared, shapes)
+
     # ---- Private API
     @staticmethod
     def _needs_value(spec: dict) -> bool:
@@ -179,4 +195,7 @@ class InputEditor(QtWidgets.QWidget):
             ok = not self._needs_value(spec) or spec["name"] in shapes or spec["name"] in scalars
             item.setBackground(QtGui.QBrush() if ok else QtGui.QBrush(theme.tint(theme.BAD, 0.25)))  # readable light or dark
         self._table.blockSignals(False)
+        warnings = self.warnings()
+        self._warning.setText("\n".join(f"⚠ {text}" for text in warnings))
+        self._warning.setVisible(bool(warnings))
         self.sig_changed.emit()

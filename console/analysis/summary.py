@@ -64,6 +64,9 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
     for reason in summary["invalid_reasons"]:
         summary["notes"].append(f"{reason['detail']} — {reason['fix']}")
     summary["notes"] += validity["notes"] if validity else []
+    # Named dims the user's --input shapes gave different sizes (engines.inputs.symbol_warnings): the engine
+    # accepted them, and the run says so.
+    summary["notes"] += list(((loaded or {}).get("details") or {}).get("input_warnings") or [])
     if samples and window_ns and window_ns[1] > window_ns[0]:
         inferences = count * batch or None
         summary["energy"] = energy_summary(samples, window_ns[0], window_ns[1], inferences,

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from engines.inputs import unknown_dim
 from engines.model_files.common import TORCH_SAVE_HINT, ModelFileError, first_line, read_head, sha256
 from engines.model_files.pickles import refuse_if_pickle
 
@@ -160,12 +161,12 @@ def _value_info(value) -> dict[str, Any]:
     dtype = {"object": "string"}.get(dtype, dtype)
     if not tensor.HasField("shape"):
         return {"name": value.name, "dtype": dtype, "shape": None}
+    # An unknown dim as exporters write it (no dim_param, "?" — Paddle2ONNX —, "", a dim_value ≤ 0) is None: its
+    # own dim, never tied to another "?" (engines.inputs.unknown_dim).
     dims: list[Any] = []
     for dim in tensor.shape.dim:
         if dim.HasField("dim_value"):
-            dims.append(int(dim.dim_value))
-        elif dim.dim_param:
-            dims.append(str(dim.dim_param))
+            dims.append(unknown_dim(int(dim.dim_value)))
         else:
-            dims.append(None)
+            dims.append(unknown_dim(str(dim.dim_param)))
     return {"name": value.name, "dtype": dtype, "shape": dims}
