@@ -8,6 +8,12 @@ every spike kept, whether the plot holds a second or an hour: a frame costs the 
 resize redraws from the pyramid too. What else a frame paints is kept cheap as well: the auto-ranged time axis moves
 in steps (_TimeAnchor), so axes and grid are recomputed only when it moves, and the grid is opaque, behind the data
 (_GridBehind). Time is seconds since the run started, so latency and telemetry line up on one axis.
+
+While a run measures, painting competes with the measured worker for CPU, so the window can turn it down
+(`set_quiet`, driven by console.ui.paint_budget): the same timer then ticks at the latency trace's low rate, telemetry
+plots redraw every few ticks, every curve is decimated coarser, a view change waits for the plot's next frame instead
+of redrawing at once, and plots not on screen stay dirty. Turning it off redraws every visible plot in full at once
+(the catch-up).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyqtgraph as pg
@@ -38,18 +44,81 @@ _DEFAULT_BUCKETS = 1920
 MINOR_BLOCK_PX = 4  # pixels per min/max block of a per-core (minor) series
 
 
+# ---- Quiet painting while a run measures
+@dataclass(frozen=True)
+class PaintRates:
+    """How the live plots paint while a run measures: the latency trace every `latency_ms`, telemetry plots (and
+    their per-core lines) every `telemetry_ms`, and every curve decimated to min/max blocks of `block_px` pixels.
+
+    The defaults (2 Hz, 1 Hz, 4 px) keep a trace that moves and shows every spike at a fraction of a full frame's
+    cost; the window reads them from its settings (console.ui.settings, "paint/..." keys).
+    """
+
+    latency_ms: int = 500
+    telemetry_ms: int = 1000
+    block_px: int = 4
+
+    def __post_init__(self) -> None:
+        for name in ("latency_ms", "telemetry_ms"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < REFRESH_INTERVAL_MS:
+                raise ValueError(f"paint rate {name}={value!r}: must be a whole number of milliseconds "
+                                 f">= {REFRESH_INTERVAL_MS} (the full-speed frame interval); use a lower rate")
+        if not isinstance(self.block_px, int) or not 1 <= self.block_px <= 64:
+            raise ValueError(f"paint block_px={self.block_px!r}: must be a whole number of pixels from 1 to 64")
+
+    def for_sampler(self, sampler_hz: float | None) -> PaintRates:
+        """These rates with telemetry no faster than a sampler at `sampler_hz` delivers (None: unknown, as is)."""
+        if not sampler_hz or sampler_hz <= 0:
+            return self
+        return replace(self, telemetry_ms=max(self.telemetry_ms, math.ceil(1000.0 / sampler_hz)))
+
+
+_quiet: PaintRates | None = None  # set while a run measures (set_quiet); None: full-speed painting
+
+
+def set_quiet(rates: PaintRates | None) -> None:
+    """Paint at `rates` (a run is measuring), or at full speed again (None): then every visible plot is redrawn
+    in full at once, and hidden ones when they are shown. Safe to call repeatedly with the same value."""
+    global _quiet
+    was = _quiet
+    _quiet = rates
+    hub = _refresh_hub()
+    hub._timer.setInterval(rates.latency_ms if rates is not None else REFRESH_INTERVAL_MS)
+    if rates is None and was is not None:
+        hub._catch_up()
+    if (was is None) != (rates is None):
+        hub.sig_quiet.emit(rates is not None)
+
+
+def quiet_rates() -> PaintRates | None:
+    """The rates in force while a run measures; None while the plots paint at full speed."""
+    return _quiet
+
+
+def paint_clock() -> _RefreshHub:
+    """The one timer that drives every live plot's redraw: `sig_tick` after each of its ticks (other widgets that
+    should update no faster than the plots can follow it), `sig_quiet(bool)` when quiet painting starts or ends."""
+    return _refresh_hub()
+
+
 # ---- Shared refresh timer
 class _RefreshHub(QtCore.QObject):
     """One timer for every live plot: redraws stay in step, and the timer stops when no plot is left.
 
     Plots redraw in the order they were made: the Run page's latency plot, whose time axis the others follow, first.
+    While painting is quiet the timer ticks at the latency trace's rate and a telemetry plot redraws every few ticks.
     """
+
+    sig_tick = QtCore.Signal()
+    sig_quiet = QtCore.Signal(bool)
 
     def __init__(self, parent: QtCore.QObject | None):
         super().__init__(parent)
         self._plots: weakref.WeakKeyDictionary[_TimePlot, None] = weakref.WeakKeyDictionary()
+        self._ticks = 0
         self._timer = QtCore.QTimer(self)
-        self._timer.setInterval(REFRESH_INTERVAL_MS)
+        self._timer.setInterval(_quiet.latency_ms if _quiet is not None else REFRESH_INTERVAL_MS)
         self._timer.timeout.connect(self._tick)
 
     def register(self, plot: _TimePlot) -> None:
@@ -57,14 +126,33 @@ class _RefreshHub(QtCore.QObject):
         if not self._timer.isActive():
             self._timer.start()
 
+    def interval_ms(self) -> int:
+        """Milliseconds between ticks now."""
+        return self._timer.interval()
+
     def _tick(self) -> None:
         if not self._plots:
             self._timer.stop()
             return
+        self._ticks += 1
         for plot in list(self._plots):
             try:
-                plot._refresh_if_due()
+                if _quiet is None or self._ticks % self._every(plot) == 0:
+                    plot._refresh_if_due()
             except RuntimeError:  # its C++ side was deleted with a parent
+                self._plots.pop(plot, None)
+        self.sig_tick.emit()
+
+    def _every(self, plot: _TimePlot) -> int:
+        """Ticks between a quiet plot's frames: its kind's interval over the timer's."""
+        wanted = _quiet.latency_ms if plot.PAINT_KIND == "latency" else _quiet.telemetry_ms
+        return max(1, math.ceil(wanted / max(1, self._timer.interval())))
+
+    def _catch_up(self) -> None:
+        for plot in list(self._plots):
+            try:
+                plot._catch_up()
+            except RuntimeError:
                 self._plots.pop(plot, None)
 
 
@@ -167,7 +255,8 @@ class _PeakFeed:
         if self._version < 0:
             return
         x0, x1, pixels = _view_span(self.curve)
-        buckets = max(1, pixels // max(self.block_px, _block_px(self.curve)))
+        coarse = _quiet.block_px if _quiet is not None else 1  # while a run measures: fewer points a frame
+        buckets = max(1, pixels // max(self.block_px, _block_px(self.curve), coarse))
         key = (self._version, self._end, x0, x1, buckets, self.extra)
         if key == self._key:
             return
@@ -345,9 +434,13 @@ class _LegendBar(QtWidgets.QWidget):
 class _TimePlot(QtWidgets.QWidget):
     """Title row, a pyqtgraph plot against time, phase bands, the dirty flag and the "not available" page."""
 
+    PAINT_KIND = "telemetry"  # which quiet rate (PaintRates) this plot redraws at while a run measures
+
     def __init__(self, title: str, y_axis_label: str, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._dirty = False
+        self._refreshing = False
+        self.frames = 0  # redraws so far (refresh calls): what tests and benchmarks count
         self._bands: list[_Band] = []
         self._feeds: list[_PeakFeed] = []  # every curve drawn from a series; subclasses add theirs
 
@@ -423,14 +516,19 @@ class _TimePlot(QtWidgets.QWidget):
     def refresh(self) -> None:
         """Redraw now from the buffers (the shared timer does this on its own when data arrived)."""
         self._dirty = False
-        self._redraw()
-        self._draw_feeds()
-        self._anchor.set_span(self._earliest_time(), self._latest_time())
-        # Fit the axes and move the view now, not at paint: plots linked to this time axis follow at once (they
-        # decimate for the new span when they refresh next, not once before and again at paint), and the paint
-        # that follows is the only one (a view moved during a paint repaints everything a second time).
-        self._plot.getViewBox().prepareForPaint()
-        self._update_open_band()
+        self.frames += 1
+        self._refreshing = True
+        try:
+            self._redraw()
+            self._draw_feeds()
+            self._anchor.set_span(self._earliest_time(), self._latest_time())
+            # Fit the axes and move the view now, not at paint: plots linked to this time axis follow at once (they
+            # decimate for the new span when they refresh next, not once before and again at paint), and the paint
+            # that follows is the only one (a view moved during a paint repaints everything a second time).
+            self._plot.getViewBox().prepareForPaint()
+            self._update_open_band()
+        finally:
+            self._refreshing = False
 
     def add_band(self, t0_s: float, t1_s: float | None = None, label: str = "", color: str | None = None) -> None:
         """Shade a span from ``t0_s`` to ``t1_s`` seconds in ``color`` (hex; the theme's neutral band colour when
@@ -531,13 +629,29 @@ class _TimePlot(QtWidgets.QWidget):
         self._dirty = True
 
     def _refresh_if_due(self) -> None:
-        if self._dirty and self.isVisible():
+        if self._dirty and self._on_screen():
+            self.refresh()
+
+    def _on_screen(self) -> bool:
+        """Shown, showing the plot (not its "not available" page), in a window that is not minimized."""
+        if not self.isVisible() or self._stack.currentWidget() is not self._plot_widget:
+            return False
+        window = QtWidgets.QWidget.window(self)  # LatencyPlot's `window` is its percentile window
+        return window is None or not window.isMinimized()
+
+    def _catch_up(self) -> None:
+        """Quiet painting ended: redraw in full now if on screen, else when shown."""
+        self._dirty = True
+        if self._on_screen():
             self.refresh()
 
     def _view_changed(self, *_) -> None:
         """The span or width changed (zoom, pan, resize, the linked time axis moved): decimate for it. A plot that
-        has new data redraws now rather than twice, now and at the next tick."""
-        if self._dirty and self.isVisible():
+        has new data redraws now rather than twice, now and at the next tick. While painting is quiet, a plot whose
+        view another plot moved waits for its own next frame."""
+        if _quiet is not None and not self._refreshing:
+            self._dirty = True
+        elif self._dirty and self._on_screen():
             self.refresh()
         else:
             self._draw_feeds()
@@ -598,6 +712,8 @@ class LatencyPlot(_TimePlot):
     lines show how the distribution moved during the run (drift, throttling, a noisy neighbour); the header
     repeats the current values, and says when too few samples back the p99.
     """
+
+    PAINT_KIND = "latency"
 
     def __init__(
         self,

@@ -11,7 +11,7 @@ from console.analysis import profile_view, roofline
 from console.analysis.summary_markdown import run_markdown
 from console.ui.run_plots import RunPlots
 from engines import phases
-from widgets import theme
+from widgets import live_plot, theme
 from widgets.formatting import format_number
 from widgets.input_editor import InputEditor
 from widgets.op_table import OpTable
@@ -93,6 +93,9 @@ class RunPage(QtWidgets.QWidget):
         self.summary.set_copy_shortcut(self.COPY_SHORTCUT)
         self.addAction(self.summary.copy_action)  # the shortcut works anywhere on the page, not only in the card
         self.summary.sig_copy_markdown_requested.connect(self.copy_markdown)
+        # While a run measures the bar moves with the plots' quiet frames, not with each progress event.
+        self._pending_fraction: float | None = None
+        live_plot.paint_clock().sig_tick.connect(self._show_pending_fraction)
 
     def copy_markdown(self) -> str:
         """Put the last finished run's summary on the clipboard as Markdown; returns the text ("" when none)."""
@@ -120,13 +123,17 @@ class RunPage(QtWidgets.QWidget):
             self._node = f"on node {node_name(event)}"
             self.progress.set_phase(phases.START_UP.title, self._node)
         elif kind == "phase":
+            self._pending_fraction = None
             self.progress.set_phase(phases.get(event["phase"]).title, self._node)
             self.progress.set_fraction(None if event["phase"] == "loading" else 0.0)
         elif kind == "progress":
-            self.progress.set_fraction(event["fraction"])
+            self._pending_fraction = event["fraction"]
+            if live_plot.quiet_rates() is None:
+                self._show_pending_fraction()
         elif kind == "loaded":
             self.progress.set_phase("Loaded", f"{event['params']:,} parameters in {event['load_s']:.2f} s")
         elif kind == "finished":
+            self._pending_fraction = None
             self.last_record = event
             self.form.set_running(False)
             self.plots.refresh()
@@ -138,6 +145,11 @@ class RunPage(QtWidgets.QWidget):
             elif node:
                 self.summary.set_message(f"Ran on node {node_name(node)} ({str(node.get('node_id'))[:8]})")
             self.show_profile(event)
+
+    def _show_pending_fraction(self) -> None:
+        if self._pending_fraction is not None:
+            fraction, self._pending_fraction = self._pending_fraction, None
+            self.progress.set_fraction(fraction)
 
     def show_profile(self, record: dict[str, Any]) -> None:
         """The op table of a profiled run (a RunSession `finished` record); hidden when the run has none."""

@@ -71,6 +71,35 @@ class Settings:
     def save_cluster_address(self, address: str) -> None:
         self._qs.setValue("cluster/address", address)
 
+    def paint_rates(self):
+        """How the window paints while a run measures (widgets.live_plot.PaintRates): "paint/latency_hz" (default
+        2), "paint/telemetry_hz" (1) and "paint/block_px" (4). A value that is not a number in range is ignored
+        (the default holds) rather than breaking the window; README.md (Settings) lists the keys."""
+        from widgets.live_plot import REFRESH_INTERVAL_MS, PaintRates
+
+        defaults = PaintRates()
+        top_hz = 1000.0 / REFRESH_INTERVAL_MS  # no faster than full-speed painting
+
+        def hz_ms(key: str, default_ms: int) -> int:
+            try:
+                hz = float(self._qs.value(key, 1000.0 / default_ms))
+            except (TypeError, ValueError):
+                return default_ms
+            return round(1000.0 / hz) if 0.05 <= hz <= top_hz else default_ms
+
+        try:
+            block = int(self._qs.value("paint/block_px", defaults.block_px))
+        except (TypeError, ValueError):
+            block = defaults.block_px
+        return PaintRates(latency_ms=hz_ms("paint/latency_hz", defaults.latency_ms),
+                          telemetry_ms=hz_ms("paint/telemetry_hz", defaults.telemetry_ms),
+                          block_px=block if 1 <= block <= 64 else defaults.block_px)
+
+    def save_paint_rates(self, latency_hz: float, telemetry_hz: float, block_px: int) -> None:
+        self._qs.setValue("paint/latency_hz", latency_hz)
+        self._qs.setValue("paint/telemetry_hz", telemetry_hz)
+        self._qs.setValue("paint/block_px", block_px)
+
     def page_name(self, names: list[str]) -> str:
         """The page open when the window last closed, if it is still one of `names`; else the first page.
 

@@ -7,7 +7,9 @@ presenter starts runs on the Run page as usual, and a run already going is joine
 Leaving (Esc, F11, closing the window) never loses a run: the director's own run in flight is cancelled — the
 session stores it as cancelled with everything measured so far — and a run the presenter started elsewhere goes
 on untouched. One timer (4 Hz: figures that change faster cannot be read from a distance) updates the tiles and
-redraws the trace; events only append.
+redraws the trace; events only append. While a run measures it ticks at the live plots' quiet rate (2 Hz by
+default, widgets.live_plot.set_quiet), so the screen takes less CPU from the run it shows, and catches up at once
+when the phase ends.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from console.demo.playlist import Playlist
 from console.ui.demo.director import PlaylistDirector
 from console.ui.demo.views import MessageView, RaceView, SingleRunView
-from widgets import theme
+from widgets import live_plot, theme
 from widgets.demo_tiles import ScaledLabel
 
 TICK_MS = 250
@@ -87,6 +89,9 @@ class DemoWindow(QtWidgets.QWidget):
         else:
             controller.sig_event.connect(self._follow)
         self._timer = QtCore.QTimer(self, interval=TICK_MS, timeout=self._tick)
+        self._paint_clock = live_plot.paint_clock()
+        self._paint_clock.sig_quiet.connect(self._set_quiet)
+        self._set_quiet(live_plot.quiet_rates() is not None)
         for keys, slot in (("Esc", self.leave), ("F11", self.leave), ("D", self.toggle_theme)):
             shortcut = QtGui.QShortcut(QtGui.QKeySequence(keys), self)
             shortcut.setContext(QtCore.Qt.ShortcutContext.WindowShortcut)
@@ -211,6 +216,13 @@ class DemoWindow(QtWidgets.QWidget):
         self.stack.setCurrentWidget(self.message)
 
     # ---- Private API: frame
+    def _set_quiet(self, quiet: bool) -> None:
+        """A run's measuring phase began (tick at the quiet rate) or ended (full rate, and catch up now)."""
+        rates = live_plot.quiet_rates()
+        self._timer.setInterval(max(TICK_MS, rates.latency_ms) if quiet and rates is not None else TICK_MS)
+        if not quiet and self._timer.isActive():
+            self._tick()
+
     def _tick(self) -> None:
         view = self.stack.currentWidget()
         if hasattr(view, "tick"):
@@ -271,6 +283,10 @@ class DemoWindow(QtWidgets.QWidget):
         if not self._left:
             self._left = True
             self._timer.stop()
+            try:
+                self._paint_clock.sig_quiet.disconnect(self._set_quiet)
+            except (RuntimeError, TypeError):
+                pass
             if self.director is not None:
                 self.director.stop()
             else:
