@@ -1,22 +1,38 @@
-"""Is run B faster or slower than run A? Ratio of medians with a bootstrap interval, and Mann-Whitney U.
+"""Is run B faster or slower than run A, or equally fast, or can these runs not tell? With the smallest
+difference they could have resolved.
 
-A difference is claimed only when both agree (DESIGN.md §5): the ratio's interval lies wholly outside the
-noise band 1 ± `noise`, AND the two-sided Mann-Whitney U p-value is below `alpha`. Anything else is "no
-difference", and the explanation says which condition held it back. Qt-free, numpy only; 1e5 samples per side
-take well under a second (ranks by one argsort; bootstrap medians without building the resamples).
+Every figure is computed over the same units: blocks of consecutive iterations (or the rounds a side is given
+as). Consecutive iterations share the machine's state (a neighbour busy, a frequency step), so they are not
+independent; the interval resamples whole blocks, and the p-value is a Mann-Whitney U test on the blocks'
+medians, so both widen together when a run jitters, and a p-value never claims a certainty the interval does not.
+(A U test over single iterations finds p = 1e-8 between two runs whose interval spans 0.70-1.11; that
+disagreement is what this module no longer prints.) When a side is too small to cut into blocks, both resample
+single iterations and say so.
 
-What the numbers cover: the interval resamples blocks of consecutive iterations, so drift within a run widens
-it; the U test treats iterations as independent, so with thousands of them it finds even a 1% shift. Neither
-can see how much a second run of the same configuration would differ: on a busy machine two back-to-back runs
-differ by a few percent (a neighbour's load changes between them, caches and memory bandwidth are shared), and
-that difference is real in the data. The noise band is what absorbs it: 2% suits a quiet machine;
-`run_to_run_noise` measures the band from repeated runs of one configuration, and interleaving the two
-configurations in rounds (a side given as its list of rounds) keeps the machine's changes out of the ratio.
+Four verdicts, said of B (DESIGN.md §5: a difference needs the ratio beyond noise AND the U test):
+- "slower" / "faster": the ratio's interval lies wholly outside the noise band 1 ± `noise`, and the block test
+  gives p < `alpha`;
+- "equivalent": the whole interval lies inside the band (equally fast within ±noise; a p-value says nothing
+  about equivalence, the interval does);
+- "undecided": anything else. The explanation says what was resolved ("B is between 32% faster and 1% slower")
+  and why no verdict, never "equally fast".
+
+The minimum detectable effect (`mde`) is the smallest slow-down this pair would call "slower" with 80%
+probability at the spread its interval shows: the band plus (z_conf + z_power) standard errors of the log
+ratio. When the blocks are too few for the U test ever to reach p < alpha, nothing is detectable and `mde` is
+None with the reason. Qt-free, numpy only; 1e5 samples per side take well under a second.
+
+What the numbers cover: neither the interval nor the test can see how much a second run of the same
+configuration would differ: on a busy machine two back-to-back runs differ by a few percent, and that
+difference is real in the data. Interleaving the two configurations in rounds (a side given as its list of
+rounds; console.analysis.interleave) keeps the machine's changes out of the ratio; `run_to_run_noise` measures
+the band from repeated runs of one configuration.
 """
 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -24,6 +40,9 @@ import numpy as np
 from console.analysis.stats import bootstrap_percentiles, student_t_quantile
 
 EXACT_MAX_SIZE = 50  # "auto": exact U distribution when both samples are this small and there are no ties
+VERDICTS = ("slower", "faster", "equivalent", "undecided")
+POWER = 0.8  # the minimum detectable effect is detected this often
+QUESTIONS = ("slower", "faster", "different")  # what `answer` can be asked (compare --fail-on)
 
 
 # ---- Public API
@@ -32,19 +51,21 @@ def compare(a_ms: Any, b_ms: Any, noise: float = 0.02, alpha: float = 0.01, conf
     """Compare latencies of B against A (same unit, e.g. ms).
 
     a_ms, b_ms: each run's latencies in the order they were measured, or a list of arrays (the rounds or runs
-    that make up one side, e.g. interleaved rounds); the ratio and the U test use all values of a side.
+    that make up one side, e.g. interleaved rounds); the ratio uses all values of a side.
 
-    The interval resamples whole blocks, not single iterations: consecutive iterations share the machine's
-    state (another program busy, a frequency step), so they are not independent, and an interval over single
-    iterations would be far too narrow on a busy machine. A side given as one array is cut into `blocks`
-    consecutive blocks (at least 5 values each; blocks=None or 1 resamples single iterations); a side given as
-    a list of arrays resamples those arrays.
+    A side given as one array is cut into `blocks` consecutive blocks (at least 5 values each; blocks=None or
+    1 keeps single iterations); a side given as a list of arrays keeps those arrays as its blocks. When both
+    sides have two blocks or more, the interval resamples blocks and the test ranks block medians; otherwise
+    both work on single iterations (and `p_method` says that this assumes them independent).
 
     Returns: ratio (median B / median A: > 1 means B takes longer), ci95 [low, high] (bootstrap percentile
-    interval of the ratio at `confidence`, `n_boot` resamples of each side, fixed by `seed`), confidence,
-    interval_method, blocks [a, b] (how many blocks each side was resampled by), p_value (two-sided
-    Mann-Whitney U over all values), u_statistic (U of A), p_method, verdict ("faster" | "slower" |
-    "no difference", said of B), n_a, n_b, median_a, median_b, noise, alpha, explanation (one sentence).
+    interval of the ratio at `confidence`), confidence, interval_method, blocks [a, b], p_value (two-sided
+    Mann-Whitney U over the same units the interval resamples), p_label (how to name it beside a figure:
+    "block test p"), u_statistic, p_method, p_floor (the smallest
+    p these many units can give), verdict (one of VERDICTS, said of B), resolved ("B is between 32% faster
+    and 1% slower"), headline (the verdict in a few words), mde (smallest detectable slow-down as a fraction,
+    or None), mde_power, mde_text, n_a, n_b, median_a, median_b, noise, alpha, explanation (one sentence or
+    two, with every figure it rests on).
     """
     if not 0.0 <= noise < 1.0:
         raise ValueError(f"noise must be a fraction from 0 to 1 (0.02 = 2%), got {noise!r}")
@@ -62,38 +83,104 @@ def compare(a_ms: Any, b_ms: Any, noise: float = 0.02, alpha: float = 0.01, conf
     if median_a <= 0 or median_b <= 0:
         raise ValueError("a ratio of medians needs positive latencies (a median is zero or negative)")
     ratio = median_b / median_a
+    by_blocks = len(groups_a) > 1 and len(groups_b) > 1
+    if not by_blocks:  # one side too small to cut: both sides work on single iterations, alike
+        groups_a, groups_b = [a], [b]
 
     rng = np.random.default_rng(seed)
     boot_a = _bootstrap_medians(a, groups_a, n_boot, rng)
     boot_b = _bootstrap_medians(b, groups_b, n_boot, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         boot_ratio = boot_b / boot_a
-    boot_ratio = boot_ratio[np.isfinite(boot_ratio)]
+    boot_ratio = boot_ratio[np.isfinite(boot_ratio) & (boot_ratio > 0)]
     tail = (1.0 - confidence) / 2
     low, high = (float(v) for v in np.quantile(boot_ratio, [tail, 1 - tail]))
 
-    test = mann_whitney_u(a, b)
+    test = block_test(groups_a, groups_b) if by_blocks else _iteration_test(a, b)
     p_value = test["p_value"]
-    significant = p_value < alpha
-    if significant and low > 1 + noise:
-        verdict = "slower"
-    elif significant and high < 1 - noise:
-        verdict = "faster"
-    else:
-        verdict = "no difference"
-    if len(groups_a) > 1 or len(groups_b) > 1:
+    verdict = _verdict(low, high, p_value, noise, alpha)
+    mde = minimum_detectable_effect(low, high, noise, alpha, test["p_floor"], confidence)
+    if by_blocks:
         interval_method = ("bootstrap percentile interval resampling whole blocks of consecutive iterations "
                            f"({len(groups_a)} for A, {len(groups_b)} for B)")
     else:
         interval_method = "bootstrap percentile interval resampling single iterations"
+    resolved = resolved_text(low, high)
     return {
         "ratio": ratio, "ci95": [low, high], "confidence": confidence, "interval_method": interval_method,
-        "blocks": [len(groups_a), len(groups_b)], "p_value": p_value,
-        "u_statistic": test["u"], "p_method": test["method"], "verdict": verdict,
+        "blocks": [len(groups_a), len(groups_b)], "p_value": p_value, "u_statistic": test["u"],
+        "p_method": test["method"], "p_label": test["label"], "p_floor": test["p_floor"], "verdict": verdict, "resolved": resolved,
+        "headline": _headline(verdict, ratio, resolved, noise), **mde,
         "n_a": int(a.size), "n_b": int(b.size), "median_a": median_a, "median_b": median_b,
         "noise": noise, "alpha": alpha,
-        "explanation": _explain(verdict, ratio, low, high, confidence, p_value, alpha, noise),
+        "explanation": _explain(verdict, ratio, low, high, confidence, test, alpha, noise, resolved, mde),
     }
+
+
+def block_test(groups_a: list[Any], groups_b: list[Any]) -> dict[str, Any]:
+    """Two-sided Mann-Whitney U on the medians of each side's blocks: the p-value of the block family.
+
+    Blocks (or rounds) are the units the interval resamples, so they are the units the test counts: 10 blocks
+    a side can give p down to 1.1e-5 (exact), 3 a side no lower than 0.1 — `p_floor` says which, so a verdict
+    held back by too few blocks says that, not "no difference". Returns u, p_value, method, p_floor."""
+    medians_a = [float(np.median(g)) for g in groups_a]
+    medians_b = [float(np.median(g)) for g in groups_b]
+    test = mann_whitney_u(medians_a, medians_b)
+    return {"u": test["u"], "p_value": test["p_value"], "p_floor": p_floor(len(medians_a), len(medians_b)),
+            "label": "block test p", "method": (f"Mann-Whitney U on block medians ({len(medians_a)} for A, {len(medians_b)} for B; "
+                       f"{'exact' if test['method'] == 'exact' else 'normal approximation'})")}
+
+
+def p_floor(n1: int, n2: int) -> float:
+    """The smallest two-sided U p-value samples of these sizes can give (every value of one above the other)."""
+    if n1 < 1 or n2 < 1:
+        return 1.0
+    return float(mann_whitney_u(np.arange(n1, dtype=float), np.arange(n1, n1 + n2, dtype=float))["p_value"])
+
+
+def minimum_detectable_effect(low: float, high: float, noise: float, alpha: float, floor: float,
+                              confidence: float = 0.95, power: float = POWER) -> dict[str, Any]:
+    """The smallest slow-down (B/A − 1) that a pair with this interval's spread calls "slower" `power` of the
+    time: log(1 + noise) + (z_conf + z_power) · se, with se the log ratio's standard error read off the interval.
+
+    Returns mde (a fraction, or None when the blocks cannot reach p < alpha at all), mde_power, mde_text."""
+    if floor >= alpha:
+        return {"mde": None, "mde_power": power,
+                "mde_text": (f"no difference can be resolved here: with these few blocks the test cannot reach "
+                             f"p < {alpha:g} (the least it can give is {floor:.2g}); measure longer or in more rounds")}
+    normal = NormalDist()
+    z_conf = normal.inv_cdf((1 + confidence) / 2)
+    se = max(0.0, math.log(high) - math.log(low)) / (2 * z_conf)
+    mde = math.expm1(math.log1p(noise) + (z_conf + normal.inv_cdf(power)) * se)
+    return {"mde": mde, "mde_power": power,
+            "mde_text": f"differences under {_percent(mde)} cannot be resolved here"}
+
+
+def resolved_text(low: float, high: float) -> str:
+    """What the interval resolved, in words: "B is between 32% faster and 1% slower" (time per call)."""
+    if low >= 1.0:
+        return f"B is between {_percent(low - 1)} and {_percent(high - 1)} slower"
+    if high <= 1.0:
+        return f"B is between {_percent(1 - high)} and {_percent(1 - low)} faster"
+    return f"B is between {_percent(1 - low)} faster and {_percent(high - 1)} slower"
+
+
+def answer(result: dict[str, Any], question: str | None) -> str:
+    """"yes" | "no" | "undecided": what a comparison says to the question `compare --fail-on` asks.
+
+    question "slower": yes when the verdict is slower; no when the interval rules out a slow-down beyond the
+    band (high ≤ 1 + noise), even if it cannot tell faster from equal. "faster" alike, mirrored. "different":
+    yes when slower or faster, no when equivalent. None: any verdict but "undecided" is an answer ("yes")."""
+    verdict, (low, high), noise = result["verdict"], result["ci95"], result["noise"]
+    if question is None:
+        return "undecided" if verdict == "undecided" else "yes"
+    if question not in QUESTIONS:
+        raise ValueError(f"question must be one of {', '.join(QUESTIONS)}, got {question!r}")
+    if question == "slower":
+        return "yes" if verdict == "slower" else "no" if high <= 1 + noise else "undecided"
+    if question == "faster":
+        return "yes" if verdict == "faster" else "no" if low >= 1 - noise else "undecided"
+    return "yes" if verdict in ("slower", "faster") else "no" if verdict == "equivalent" else "undecided"
 
 
 def mann_whitney_u(a: Any, b: Any, method: str = "auto") -> dict[str, Any]:
@@ -268,21 +355,57 @@ def _exact_p(u: int, n1: int, n2: int) -> float:
     return min(1.0, 2.0 * tail / total)
 
 
-def _explain(verdict: str, ratio: float, low: float, high: float, confidence: float, p_value: float,
-             alpha: float, noise: float) -> str:
-    interval = f"{confidence:.0%} interval {low:.3f}–{high:.3f}"
-    p_text = "Mann-Whitney p < 1e-300" if p_value == 0 else f"Mann-Whitney p = {p_value:.2g}"
-    band = f"the noise band 1 ± {noise:.0%}"
+def _verdict(low: float, high: float, p_value: float, noise: float, alpha: float) -> str:
+    significant = p_value < alpha
+    if significant and low > 1 + noise:
+        return "slower"
+    if significant and high < 1 - noise:
+        return "faster"
+    if 1 - noise <= low and high <= 1 + noise:
+        return "equivalent"
+    return "undecided"
+
+
+def _iteration_test(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+    test = mann_whitney_u(a, b)
+    return {"u": test["u"], "p_value": test["p_value"], "p_floor": p_floor(a.size, b.size),
+            "label": "U test p (single iterations)", "method": (f"Mann-Whitney U on single iterations ({test['method']}; too few values to cut into "
+                       "blocks, so it assumes them independent)")}
+
+
+def _headline(verdict: str, ratio: float, resolved: str, noise: float) -> str:
     if verdict == "slower":
-        return (f"B is slower: its median is {ratio:.3f}× A's ({ratio - 1:+.1%}; {interval}, wholly above "
-                f"{band}) and {p_text} < {alpha:g}.")
+        return f"B is {_percent(ratio - 1)} slower"
     if verdict == "faster":
-        return (f"B is faster: its median is {ratio:.3f}× A's ({ratio - 1:+.1%}; {interval}, wholly below "
-                f"{band}) and {p_text} < {alpha:g}.")
+        return f"B is {_percent(1 - ratio)} faster"
+    if verdict == "equivalent":
+        return f"equally fast within ±{_percent(noise)}"
+    return "could not tell apart: " + resolved
+
+
+def _explain(verdict: str, ratio: float, low: float, high: float, confidence: float, test: dict[str, Any],
+             alpha: float, noise: float, resolved: str, mde: dict[str, Any]) -> str:
+    interval = f"{confidence:.0%} interval {low:.3f}–{high:.3f}"
+    p_value = test["p_value"]
+    p_text = f"{test['label']} {'< 1e-300' if p_value == 0 else f'= {p_value:.2g}'}"
+    band = f"the noise band 1 ± {noise:.0%}"
+    if verdict in ("slower", "faster"):
+        side = "above" if verdict == "slower" else "below"
+        return (f"B is {verdict}: its median is {ratio:.3f}× A's ({ratio - 1:+.1%}; {interval}, wholly {side} "
+                f"{band}) and the {p_text} < {alpha:g}.")
+    if verdict == "equivalent":
+        return (f"Equally fast within ±{_percent(noise)}: the whole {interval} lies inside {band} ({resolved}); "
+                f"{mde['mde_text']}.")
     reasons = []
     if not (low > 1 + noise or high < 1 - noise):
-        reasons.append(f"the ratio's {interval} overlaps {band}")
+        reasons.append(f"the {interval} reaches into {band}")
     if p_value >= alpha:
-        reasons.append(f"{p_text} is not below {alpha:g}")
-    return (f"No difference shown: B's median is {ratio:.3f}× A's ({ratio - 1:+.1%}), but "
-            + " and ".join(reasons) + ".")
+        reasons.append(f"the {p_text} is not below {alpha:g}")
+    return (f"Could not tell apart: {resolved} (median ratio {ratio:.3f}); no verdict because "
+            + " and ".join(reasons) + f"; {mde['mde_text']}.")
+
+
+def _percent(fraction: float) -> str:
+    """0.315 → "32%", 0.009 → "0.9%": whole percent from 10% up, one decimal below."""
+    value = abs(fraction) * 100
+    return f"{value:.0f}%" if value >= 9.95 else f"{value:.1f}%"

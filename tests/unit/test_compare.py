@@ -4,7 +4,18 @@ import math
 import numpy as np
 import pytest
 
-from console.analysis.compare import _weighted_group_medians, compare, mann_whitney_u, run_to_run_noise
+from console.analysis.compare import (
+    VERDICTS,
+    _weighted_group_medians,
+    answer,
+    block_test,
+    compare,
+    mann_whitney_u,
+    minimum_detectable_effect,
+    p_floor,
+    resolved_text,
+    run_to_run_noise,
+)
 
 MALES = [19, 22, 16, 29, 24]
 FEMALES = [20, 11, 17, 12]
@@ -99,25 +110,31 @@ def test_speedup_is_faster():
     assert result["verdict"] == "faster" and result["ci95"][1] < 0.98
 
 
-def test_identical_distributions_are_no_difference():
+def test_identical_distributions_too_short_to_bound_are_undecided_not_equal():
     result = compare(lognormal(3), lognormal(4))
-    assert result["verdict"] == "no difference"
-    assert result["ci95"][0] < 1 < result["ci95"][1]
-    assert "noise band 1 ± 2%" in result["explanation"]
+    low, high = result["ci95"]
+    assert low < 0.98 < 1 < high  # the interval reaches out of the ±2% band: no equivalence claim
+    assert result["verdict"] == "undecided"
+    assert result["explanation"].startswith("Could not tell apart: B is between ")
+    assert "noise band 1 ± 2%" in result["explanation"] and "equal" not in result["explanation"].lower()
+    assert result["headline"] == "could not tell apart: " + resolved_text(low, high)
 
 
-def test_a_real_but_tiny_shift_stays_inside_the_noise_band():
+def test_a_real_but_tiny_shift_inside_the_band_is_equivalent():
     result = compare(lognormal(5, n=100_000), lognormal(6, n=100_000) * 1.01)
-    assert result["p_value"] < 0.01  # the U test sees it …
-    assert result["verdict"] == "no difference"  # … but 1% is within the 2% noise
-    assert "noise band" in result["explanation"] and "not below" not in result["explanation"]
+    low, high = result["ci95"]
+    assert 0.98 <= low and high <= 1.02  # the whole interval inside the band …
+    assert result["verdict"] == "equivalent"  # … so equally fast within ±2%, though 1% is real
+    assert result["explanation"].startswith("Equally fast within ±2.0%: the whole 95% interval")
     assert compare(lognormal(5, n=100_000), lognormal(6, n=100_000) * 1.01, noise=0.0)["verdict"] == "slower"
 
 
-def test_a_big_shift_on_too_few_samples_is_no_difference():
+def test_a_big_shift_on_too_few_samples_is_undecided_and_says_nothing_is_resolvable():
     result = compare(lognormal(7, n=4), lognormal(8, n=4) * 1.3)
-    assert result["verdict"] == "no difference"
+    assert result["verdict"] == "undecided"
     assert "not below 0.01" in result["explanation"]
+    assert result["mde"] is None and "cannot reach p < 0.01" in result["mde_text"]
+    assert "single iterations" in result["p_method"] and result["p_label"].startswith("U test p")
 
 
 def test_output_says_what_noise_and_alpha_were():
@@ -133,7 +150,7 @@ def test_large_samples_decide():
     """Large samples go through (the block bootstrap stays bounded); speed is measured by make bench, not here."""
     a, b = lognormal(1, n=100_000), lognormal(2, n=100_000)
     result = compare(a, b)
-    assert result["verdict"] in ("faster", "slower", "no difference")
+    assert result["verdict"] in VERDICTS
     assert result["ci95"][0] <= result["ratio"] <= result["ci95"][1]
 
 
@@ -157,7 +174,7 @@ def test_drift_within_a_run_widens_the_interval():
     per_block = compare(a, b)
     assert per_iteration["blocks"] == [1, 1] and per_block["blocks"] == [10, 10]
     assert per_iteration["verdict"] == "slower"
-    assert per_block["verdict"] == "no difference"
+    assert per_block["verdict"] == "undecided"
     def width(result):
         return result["ci95"][1] - result["ci95"][0]
     assert width(per_block) > 5 * width(per_iteration)
@@ -232,3 +249,118 @@ def _samples_with_u(n1, n2, u):
         x.append(10.0 * above - 5.0 + len(x) * 0.01)  # above `above` of the y's, distinct from all others
     assert remaining == 0
     return x, y
+
+
+# ---- the p-value comes from the same blocks as the interval
+def ar1(seed, n=4000, phi=0.99, sigma=0.05, median=2.0):
+    """Latencies whose log follows an AR(1) process: slow machine-state swings, as on a busy shared host."""
+    rng = np.random.default_rng(seed)
+    shocks = rng.normal(0, sigma, n)
+    x = np.empty(n)
+    x[0] = shocks[0] / math.sqrt(1 - phi * phi)
+    for i in range(1, n):
+        x[i] = phi * x[i - 1] + shocks[i]
+    return median * np.exp(x)
+
+
+def test_block_p_on_autocorrelated_runs_without_a_difference_is_not_tiny():
+    block_ps, iteration_ps = [], []
+    for seed in range(20):
+        a, b = ar1(seed), ar1(100 + seed)
+        block_ps.append(compare(a, b)["p_value"])
+        iteration_ps.append(mann_whitney_u(a, b)["p_value"])
+    # a U test over single iterations calls most of these identical processes "different" …
+    assert sum(p < 1e-3 for p in iteration_ps) >= 12
+    # … the block test does not: its p is spread as a p-value under no difference should be
+    assert min(block_ps) > 1e-3 and np.median(block_ps) > 0.2
+    assert sum(p < 0.01 for p in block_ps) <= 2
+
+
+def test_the_p_value_is_mann_whitney_on_the_blocks_the_interval_resamples():
+    a, b = ar1(1), ar1(2) * 1.1
+    result = compare(a, b)
+    blocks_a, blocks_b = np.array_split(a, 10), np.array_split(b, 10)
+    expected = mann_whitney_u([np.median(g) for g in blocks_a], [np.median(g) for g in blocks_b])
+    assert result["p_value"] == expected["p_value"] and result["u_statistic"] == expected["u"]
+    assert result["blocks"] == [10, 10] and "block medians" in result["p_method"]
+    assert block_test(blocks_a, blocks_b)["p_value"] == result["p_value"]
+    # the single-iteration family: both the interval and the test on iterations
+    single = compare(a, b, blocks=None)
+    assert single["p_value"] == mann_whitney_u(a, b)["p_value"] and "single iterations" in single["p_method"]
+
+
+def test_interval_and_block_test_agree_on_clear_cases():
+    for seed in range(5):
+        slower = compare(lognormal(seed), lognormal(seed + 50) * 1.15)
+        assert slower["ci95"][0] > 1.02 and slower["p_value"] < 0.01 and slower["verdict"] == "slower"
+
+
+def test_p_floor_says_what_few_blocks_can_show():
+    assert p_floor(10, 10) == pytest.approx(2 / math.comb(20, 10))
+    assert p_floor(3, 3) == pytest.approx(0.1)
+    assert p_floor(5, 5) == pytest.approx(2 / 252) and p_floor(5, 5) < 0.01 < p_floor(4, 5)
+    rounds_a = [lognormal(s, n=200) for s in range(3)]
+    rounds_b = [lognormal(s + 9, n=200) * 1.5 for s in range(3)]
+    result = compare(rounds_a, rounds_b)  # 50% slower, wholly outside the band, but 3 rounds a side
+    assert result["ci95"][0] > 1.02 and result["verdict"] == "undecided"
+    assert result["p_floor"] == pytest.approx(0.1) and result["mde"] is None
+    assert "least it can give is 0.1" in result["mde_text"]
+
+
+# ---- the minimum detectable effect
+def test_mde_is_the_band_plus_the_interval_spread_at_80_percent_power():
+    found = minimum_detectable_effect(0.95, 1.05, noise=0.02, alpha=0.01, floor=1e-5)
+    se = math.log(1.05 / 0.95) / (2 * 1.959963985)
+    assert found["mde"] == pytest.approx(math.expm1(math.log(1.02) + (1.959963985 + 0.841621234) * se), rel=1e-6)
+    assert found["mde_power"] == 0.8 and found["mde_text"] == f"differences under {found['mde']:.1%} cannot be resolved here"
+    assert minimum_detectable_effect(0.95, 1.05, 0.02, 0.01, floor=0.1)["mde"] is None
+
+
+def test_mde_shrinks_with_more_data_and_is_detected_about_80_percent_of_the_time():
+    small = compare(lognormal(1, n=500), lognormal(2, n=500))["mde"]
+    large = compare(lognormal(1, n=20_000), lognormal(2, n=20_000))["mde"]
+    assert large < small
+    # a slow-down of the size a null pair reports as its MDE is called slower in most pairs like it
+    mde = float(np.median([compare(lognormal(s, n=500), lognormal(s + 1000, n=500), n_boot=400)["mde"]
+                           for s in range(10)]))
+    hits = sum(compare(lognormal(s + 2000, n=500), lognormal(s + 3000, n=500) * (1 + mde), n_boot=400)["verdict"]
+               == "slower" for s in range(60))
+    assert 0.6 <= hits / 60 <= 0.97
+
+
+# ---- wording: equivalence only when the whole interval is inside the band
+def test_equivalent_exactly_when_the_interval_lies_inside_the_band():
+    seen = set()
+    for k, shift in enumerate((0.97, 0.99, 1.0, 1.005, 1.01, 1.015, 1.03, 1.06)):
+        for n in (400, 4000, 60_000):
+            result = compare(lognormal(k, n=n, sigma=0.1), lognormal(k + 500, n=n, sigma=0.1) * shift)
+            low, high = result["ci95"]
+            inside = 0.98 <= low and high <= 1.02
+            assert (result["verdict"] == "equivalent") == inside, (shift, n, result["ci95"])
+            if result["verdict"] == "undecided":
+                assert "equal" not in (result["explanation"] + result["headline"]).lower()
+                assert result["resolved"] in result["explanation"]
+            seen.add(result["verdict"])
+    assert seen == set(VERDICTS)
+
+
+def test_resolved_text_says_the_interval_in_words():
+    assert resolved_text(0.68, 1.01) == "B is between 32% faster and 1.0% slower"
+    assert resolved_text(1.05, 1.12) == "B is between 5.0% and 12% slower"
+    assert resolved_text(0.8, 0.9) == "B is between 10% and 20% faster"
+
+
+def test_answer_to_the_fail_on_question():
+    def result(verdict, low, high):
+        return {"verdict": verdict, "ci95": [low, high], "noise": 0.02}
+    assert answer(result("slower", 1.1, 1.2), "slower") == "yes"
+    assert answer(result("undecided", 0.7, 1.01), "slower") == "no"  # cannot tell faster from equal: not slower
+    assert answer(result("undecided", 0.9, 1.1), "slower") == "undecided"
+    assert answer(result("undecided", 0.9, 1.1), "faster") == "undecided"
+    assert answer(result("slower", 1.1, 1.2), "faster") == "no"
+    assert answer(result("equivalent", 0.99, 1.01), "different") == "no"
+    assert answer(result("faster", 0.8, 0.9), "different") == "yes"
+    assert answer(result("undecided", 0.9, 1.1), None) == "undecided"
+    assert answer(result("equivalent", 0.99, 1.01), None) == "yes"
+    with pytest.raises(ValueError, match="question"):
+        answer(result("slower", 1.1, 1.2), "bigger")
