@@ -28,6 +28,9 @@ DEFAULT_CALL_FLOOR_S = 10e-6  # per-call floor when the card has none for the en
 TINY_CALL_FACTOR = 3.0  # an op type whose time per call is within this many call floors is dispatch-bound
 NO_ROOF = 0.8  # a profile class scored without the card's roof to hold it against counts for less
 ANY_LLC_HOLDS, NO_LLC_HOLDS = 1 << 20, 128 << 20  # every LLC holds 1 MiB; 128 MiB overflows all but a few
+# Without a card's roofs, the lowest ridge (peak FLOP/s ÷ memory bandwidth) any CPU or GPU has: a laptop CPU sits
+# near 5–10 FLOP/byte, a datacentre GPU at 50–300. An op below it is memory-bound on every machine, GEMM or not.
+MIN_RIDGE = 1.0
 MATTERS = 0.05  # ops below this share of time do not decide the working set
 GEMM_WORDS = ("addmm", "aten::mm", "bmm", "matmul", "linear", "conv", "gemm", "einsum", "baddbmm", "attention")
 COPY_WORDS = ("memcpy", "aten::copy_", "aten::_to_copy", "aten::to")
@@ -59,6 +62,8 @@ LEVERS = {
     INCONCLUSIVE: "intervene to decide: change the batch and the threads and compare (labconsole sweep), or rerun "
                   "on a quiet machine",
 }
+NO_CARD_LEVER = ("measure this machine's card for its roofs and cache size (`labconsole machine`; `labconsole analyze` "
+                 "and the window's Analyze measure it first when none is stored), then analyse again")
 SHORT_LEVERS = {  # the lever as the one-line sentence names it
     "compute": "bf16/int8 or more threads", "memory-bandwidth": "fusion (torch.compile) and fewer bytes (bf16/int8)",
     "cache-resident": "fusion and a batch that stays in cache", "host-overhead": "a larger batch or torch.compile",
@@ -337,9 +342,13 @@ def _decide(run: dict[str, Any], f: _Facts, scores: dict[str, float],
                f"{best} ({top:.2f}) and {runner} ({second:.2f}) are within the noise band ({noise:.2f})")
         confidence = 1.0 - top if top < MIN_SCORE else 1.0 - 0.5 * (top - second) / noise
         merged = {**common, "best": f"{best} {top:.2f}", "runner_up": f"{runner} {second:.2f}"}
+        lever = LEVERS[INCONCLUSIVE]
+        if not run.get("machine"):  # the missing roofs and cache size are the first thing to fix, not the model
+            merged["missing"] = "machine card"
+            why, lever = f"no machine card: {why}", NO_CARD_LEVER
         return {"class": INCONCLUSIVE, "confidence": round(_clamp(confidence), 2), "evidence": merged,
-                "recommendation": LEVERS[INCONCLUSIVE], "secondary": best if top >= MIN_SCORE else None,
-                "scores": scores, "sentence": f"Inconclusive: {why}; {LEVERS[INCONCLUSIVE]}."}
+                "recommendation": lever, "secondary": best if top >= MIN_SCORE else None,
+                "scores": scores, "sentence": f"Inconclusive: {why}; {lever}."}
     confidence = top * _clamp(0.5 + (top - second))
     secondary = runner if second >= SECONDARY_MIN else None
     decided = {**evidence[best], **common, "score": top}
@@ -410,8 +419,12 @@ def _compute_bound(op: dict[str, Any], roof: dict[str, Any] | None) -> bool:
     if op.get("bound") in ("compute", "memory"):
         return op["bound"] == "compute"
     intensity = _num(op.get("intensity"))
+    if intensity is None and (_num(op.get("flops")) or 0) > 0 and (_num(op.get("bytes")) or 0) > 0:
+        intensity = op["flops"] / op["bytes"]
     if roof and intensity:
         return intensity >= roof["ridge"]
+    if intensity is not None and intensity < MIN_RIDGE:
+        return False  # no roof, but below every machine's ridge: a GEMM this thin waits on memory (batch-1 GEMV)
     return bool(op["_gemm"])  # no roof: GEMMs and convolutions are the arithmetic
 
 

@@ -80,29 +80,27 @@ def _analysis(record: dict[str, Any], spec, card: dict[str, Any] | None, card_no
     """ops (with efficiency and bound where a machine card gives roofs), profile, machine, bottleneck (the one
     stored with the run)."""
     from console.analysis import profile_view
+    from console.analysis.card_first import analysis_verdict
 
     profile = record.get("profile")
     notes = list((profile or {}).get("notes") or []) + ([card_note] if card_note else [])
-    verdict = None
-    if record["status"] == "completed":
-        verdict = (record.get("summary") or {}).get("bottleneck") or profile_view.verdict(record, card)
+    verdict = analysis_verdict(record, card)
     return {"ops": profile_view.annotated_ops(record.get("ops") or [], card, spec.precision),
             "profile": {**profile, "notes": notes} if profile else None, "machine": card,
             "bottleneck": verdict}
 
 
 def _machine_card(target: str, args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
-    """This host's card for the target (console.machine): the stored one, else measured now and stored (once per
-    host and target; `labconsole machine --refresh` measures again). The note says why there is none."""
-    from console.machine import card_for, stored_card
+    """This host's card for the target: the stored one, else measured now and stored (once per host and target;
+    `labconsole machine --refresh` measures again) — console.analysis.card_first, the window's Analyze's too. The
+    note says why there is none."""
+    from console.analysis.card_first import card_for_analysis, stored_card
 
-    try:
-        if stored_card(target, db_path(args)) is None:
-            print(f"  … measuring the machine card of {target} (once; kept in the history)", file=sys.stderr,
-                  flush=True)
-        return card_for(target, db=db_path(args)), ""
-    except Exception as exc:  # noqa: BLE001 — a worker's error comes back as is; the op table stands without roofs
-        return None, f"no machine card ({type(exc).__name__}: {exc}): ops shown without roofs"
+    if stored_card(target, db_path(args)) is None:
+        print(f"  … measuring the machine card of {target} (once; kept in the history)", file=sys.stderr,
+              flush=True)
+    answer = card_for_analysis(target, db_path(args))
+    return answer.card, answer.note
 
 
 def _copy_trace(profile: dict[str, Any] | None, destination: str) -> str | None:

@@ -47,6 +47,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         self._targets: list[dict[str, Any]] = []
         self._discovery = self._inspection = self._cluster = None
         self._code_files: dict[str, bool] = {}  # model file → it is code (TorchScript), from its inspection
+        self._analyze_card = None  # console.ui.analyze_card.CardBeforeAnalyze, made by the first Analyze
         self._pending_shortcuts: list[tuple[QtGui.QAction, Any]] = []  # set by attach(), see _action
         self.tabs = QtWidgets.QTabWidget()
         for info in self.page_infos:
@@ -271,14 +272,37 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         page.compare(run_ids)
 
     def analyze_run(self, values: dict[str, Any] | None = None) -> str | None:
-        """Start a run that is profiled after its timed measurement: the op table appears on the Run page."""
-        from console.analysis.profile_view import PROFILE_ITERATIONS
+        """Start a run that is profiled after its timed measurement: the op table appears on the Run page.
 
-        if self.run_page is None:
+        As `labconsole analyze` does, this host's machine card for the target comes first — measured in the
+        background when none is stored (console.ui.analyze_card), so the verdict stored with the run is judged
+        against roofs. The run id, or None when nothing started yet (the run starts once the card is there)."""
+        from console.analysis.profile_view import PROFILE_ITERATIONS
+        from console.specs import SpecError, build_spec
+        from console.ui.workspace import MACHINE
+
+        if self.run_page is None or self.controller is None:
+            return None
+        # a card being measured on the Machine page is waited for; anything else measuring refuses, as for a run
+        if self.workspace.measuring != MACHINE and not self._free_to_run():
             return None
         values = dict(values or self.run_page.form.values())
         values.setdefault("profile_iterations", PROFILE_ITERATIONS)
-        return self.start_run(values)
+        local, remote = self._remote_choice(values)
+        try:
+            build_spec(local)
+            valid = True
+        except SpecError:
+            valid = False
+        if remote or not valid:  # a bad field is named now, not after minutes of measuring; a lab node's card
+            return self.start_run(values)  # is the node's (the session judges a remote run without one)
+        if self._analyze_card is None:
+            from console.ui.analyze_card import CardBeforeAnalyze
+
+            self._analyze_card = CardBeforeAnalyze(self.workspace, self.db_path, self.run_page.progress,
+                                                   self.run_page.form.set_running, self.status.showMessage,
+                                                   parent=self)
+        return self._analyze_card.then(str(local.get("target") or "cpu"), lambda: self.start_run(values))
 
     def _machine_card(self, target: str) -> dict[str, Any] | None:
         """This host's stored machine card for the target (roofs for the op table); None when none is stored."""
@@ -323,6 +347,9 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         return open_demo(self, playlist, theme_mode=theme_mode, full_screen=full_screen, ask=ask)
 
     def stop_run(self) -> None:
+        if self._analyze_card is not None and self._analyze_card.cancel():  # Analyze still waits for its card
+            self.status.showMessage("Analyze cancelled before its run started")
+            return
         if self.controller is not None and self.controller.busy:
             self.controller.stop()
             self.status.showMessage("Stopping… (the worker stops between iterations)")
@@ -533,6 +560,8 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
             self.controller.wait(10.0)
         if self.sweep_page is not None:
             self.sweep_page.shutdown()
+        if self._analyze_card is not None:
+            self._analyze_card.shutdown()
         self.settings.save_window(self)
         if self.run_page is not None:
             self.settings.save_page_name(self.page_infos[self.tabs.currentIndex()].name)

@@ -170,3 +170,40 @@ def test_diagnose_is_deterministic_and_leaves_its_input_alone():
     before = copy.deepcopy(r)
     assert diagnose(r) == diagnose(copy.deepcopy(r))
     assert r == before
+
+
+def gemv_run(**kw):
+    """catalog `mlp` at batch 1, as the profiler saw it on a 2-core VM: three linears (batch-1 GEMVs, intensity
+    0.5 FLOP/byte, 2.6 MB of weights per call) take 88% of op time at 3.2 GFLOP/s, the activations the rest."""
+    per_call = 2.6e6
+    return run([op("aten::linear", 30, 30 * per_call * 0.5 / 3.2e9, flops=30 * per_call * 0.5, moved=30 * per_call),
+                op("aten::gelu", 20, 0.0033, moved=20 * 16e3)], **kw)
+
+
+def test_without_a_card_a_gemm_below_every_ridge_is_never_compute():
+    """The window once stored "Bound by compute (71% confident): … intensity 0.498 FLOP/byte" for this run; no
+    machine has its ridge under MIN_RIDGE, so without roofs the thin GEMMs count as memory traffic and the verdict
+    says the card is what is missing."""
+    v = verdict_of(gemv_run(card=None, cv=0.02))
+    assert v["class"] == "inconclusive" and v["scores"]["compute"] == 0.0
+    assert v["sentence"].startswith("Inconclusive: no machine card")
+    assert v["evidence"]["missing"] == "machine card" and "labconsole machine" in v["recommendation"]
+    # with this machine's card (33.5 MB LLC) the same run is what it is: cache-resident
+    card = {**CARD, "llc_bytes": 33_500_000, "peak_flops": {"fp32": 150e9}}
+    assert verdict_of(gemv_run(card=card))["class"] == "cache-resident"
+
+
+def test_the_conservative_ridge_holds_only_below_it():
+    from console.analysis.bottleneck import MIN_RIDGE
+
+    assert MIN_RIDGE == 1.0
+    # a thin GEMM streaming 256 MB per call overflows every cache: memory-bandwidth even without a card
+    big = 256 * MIB
+    thin = run([op("aten::mm", 10, 10 * big / 5e9, flops=10 * big * 0.25, moved=10 * big)], card=None)
+    assert verdict_of(thin)["class"] == "memory-bandwidth"
+    # intensity taken from FLOPs and bytes when the row has none; at 2 FLOP/byte a GEMM may still be compute
+    fat = op("aten::mm", 10, 0.2, flops=10 * 2 * 8e6, moved=10 * 8e6)
+    fat["intensity"] = None
+    assert verdict_of(run([fat], card=None))["class"] == "compute"
+    # a card's measured ridge decides for itself (no floor on top of a measured roof)
+    assert verdict_of(gemm_run())["class"] == "compute"
