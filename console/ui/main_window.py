@@ -39,6 +39,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         self.db_path = db_path
         self.workspace: Workspace | None = None
         self.controller: RunController | None = None
+        self.paint_budget = None  # console.ui.paint_budget.PaintBudget, made with the controller by attach()
         self.settings = Settings()
         self.page_infos: list[pages.PageInfo] = list(pages.PAGES)
         self.pages: dict[str, QtWidgets.QWidget] = {}
@@ -98,6 +99,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
     def attach(self, workspace: Workspace, discover_targets: bool = True) -> None:
         """Build the pages and connect the runner; a broken history gives pages that say why."""
         from console.ui.background import BackgroundCall
+        from console.ui.paint_budget import PaintBudget
         from console.ui.run_controller import RunController
 
         self.workspace = workspace
@@ -152,6 +154,9 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         if self.controller is not None:
             self.controller.sig_event.connect(self.run_page.handle)
             self.controller.sig_finished.connect(self._run_finished)
+            # Paint less while a run measures; connected after the pages, so the catch-up sees their final state.
+            self.paint_budget = PaintBudget(self.settings.paint_rates(), workspace.telemetry_hz, parent=self)
+            self.controller.sig_event.connect(self.paint_budget.handle)
         self.history_page.reload()
         if workspace.startup_error:
             error = workspace.startup_error
@@ -558,6 +563,8 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         if self.controller is not None and self.controller.busy:
             self.controller.stop()
             self.controller.wait(10.0)
+        if self.paint_budget is not None:
+            self.paint_budget.release()
         if self.sweep_page is not None:
             self.sweep_page.shutdown()
         if self._analyze_card is not None:
