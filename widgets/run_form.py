@@ -16,7 +16,8 @@ from widgets.options_form import OptionsSection
 CHOICE_FIELDS = ("model", "engine", "target", "precision", "mode", "scenario")
 _VALUE_ROLE = QtCore.Qt.ItemDataRole.UserRole
 ANALYZE_TIP = ("Run, then profile with the engine's own profiler, apart from the timed measurement: the op table "
-               "and its Chrome trace (Ctrl+Shift+R)")
+               "and its Chrome trace (Ctrl+Shift+R). The first time on a machine, its machine card (roofs, caches) "
+               "is measured first, as labconsole analyze does")
 
 
 class RunForm(QtWidgets.QWidget):
