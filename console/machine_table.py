@@ -51,7 +51,8 @@ def ceiling_rows(card: dict[str, Any], keys: list[tuple[str, str, str]] | None =
             text += f" ({card['storage'].get('state', '?')})"
             reason = card["storage"].get("reason", "")
         rows.append({"key": key, "label": label, "value": value, "text": text,
-                     "spread": format_spread(spread, kind), "method": _method(card, key), "reason": reason})
+                     "spread": format_spread(spread, kind), "method": _method(card, key), "reason": reason,
+                     "noise": ((spread or {}).get("note") or "") if value is not None else ""})
     return rows
 
 
@@ -84,16 +85,33 @@ def format_value(value: float | int | None, kind: str) -> str:
 
 
 def format_spread(spread: dict[str, Any] | None, kind: str) -> str:
-    """"37.3–41.8 GFLOP/s, cv 5.7%, n=5" (both ends on one scale) — or "" for a figure that is not repeated."""
+    """"37.3–41.8 GFLOP/s, cv 5.7%, n=5" (both ends on one scale) — or "" for a figure that is not repeated.
+    A figure repeated until precise (engines/machine/repeat.py) shows its median's 95% interval instead of min–max:
+    "39.6–40.3 GFLOP/s (95% CI, ±0.9%), cv 2.1%, n=23"."""
     if not spread:
         return ""
     cv = spread.get("cv")
     cv_text = "cv —" if cv is None else f"cv {cv * 100:.1f}%"
-    low, high = format_value(spread["min"], kind), format_value(spread["max"], kind)
+    interval = spread.get("interval")
+    ends = interval if interval and len(interval) == 2 else (spread["min"], spread["max"])
+    low, high = format_value(ends[0], kind), format_value(ends[1], kind)
     low_number, _, low_unit = low.partition(" ")
     if low_unit and high.endswith(f" {low_unit}"):
         low = low_number
+    if interval and spread.get("half_width") is not None:
+        level = spread.get("level") or 0.95
+        return f"{low}–{high} ({level * 100:.0f}% CI, ±{spread['half_width'] * 100:.1f}%), {cv_text}, n={spread['n']}"
     return f"{low}–{high}, {cv_text}, n={spread['n']}"
+
+
+def repeats_text(card: dict[str, Any]) -> str:
+    """How the card's figures were repeated: "5" for a card of fixed repeats; "≥ 5, until ±5% (≤ 10 s each)" for
+    one repeated until precise."""
+    precision = card.get("precision")
+    if not precision:
+        return str(card.get("repeats", "?"))
+    return (f"≥ {card.get('repeats', '?')}, until ±{precision.get('goal', 0) * 100:g}% "
+            f"(≤ {precision.get('cap_s', 0):g} s each)")
 
 
 def card_title(card: dict[str, Any]) -> str:
@@ -138,6 +156,6 @@ def view_columns(cards: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
         measured = str(card.get("measured_at") or "?").replace("T", " ").removesuffix("Z")
         columns.append({"title": card_title(card),
                         "header": {"device": card.get("device_name") or "?", "measured_at": measured,
-                                   "repeats": f"{card.get('repeats', '?')}{quick}"},
+                                   "repeats": f"{repeats_text(card)}{quick}"},
                         "cells": {row["key"]: row for row in ceiling_rows(card, keys)}})
     return columns, [(key, label) for key, label, _ in keys]

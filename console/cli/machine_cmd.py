@@ -23,8 +23,9 @@ HELP = "measured ceilings of a target: peak FLOP/s, memory and storage bandwidth
 DESCRIPTION = ("The machine card of a target: peak FLOP/s per precision (large GEMMs), memory bandwidth (a streaming "
                "kernel over ≥ 4× the last-level cache), each engine's per-call floor, cache sizes, storage sequential "
                "read of a directory (cold page cache where the OS allows), and on GPUs host↔device bandwidth. Each "
-               "ceiling is the median of --repeats measurements with its spread. The newest stored card of this host "
-               "is shown unless --refresh; measuring takes about a minute.")
+               "ceiling is the median of at least --repeats measurements, repeated until its 95% interval is within "
+               "±5% or for at most 10 s; a wider interval is shown with the machine's noise (cv) as the reason. The "
+               "newest stored card of this host is shown unless --refresh; measuring takes one to two minutes.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from console.cli.numbers import whole
 
     parser.add_argument("--repeats", type=whole(1, 1000), default=5, metavar="N",
-                        help="measurements per ceiling, 1 to 1000 (default 5)")
+                        help="at least this many measurements per ceiling, 1 to 1000 (default 5; more until "
+                             "its interval is within ±5%, up to 10 s)")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes: checks the machinery in seconds, but the figures are not ceilings")
     parser.add_argument("--cluster", default=None, metavar="ADDRESS",
@@ -73,12 +75,13 @@ def main(args: argparse.Namespace) -> int:
 
 def card_lines(card: dict[str, Any]) -> list[str]:
     """The card as a table: ceiling, value, spread; the method on the line below; then what is missing."""
-    from console.machine_table import ceiling_rows
+    from console.machine_table import ceiling_rows, repeats_text
 
     quick = "  [quick sizes: not ceilings]" if card.get("quick") else ""
+    ends = "median's 95% interval" if card.get("precision") else "min – max"
     lines = [f"{card.get('target')} — {card.get('device_name')} on {card.get('host')}, measured "
-             f"{card.get('measured_at')}, {card.get('repeats', '?')} repeats{quick}", "",
-             f"{'ceiling':30} {'value':22} spread (min – max, cv, n)"]
+             f"{card.get('measured_at')}, {repeats_text(card)} repeats{quick}", "",
+             f"{'ceiling':30} {'value':22} spread ({ends}, cv, n)"]
     missing = []
     for row in ceiling_rows(card):
         if row["value"] is None:
@@ -90,6 +93,8 @@ def card_lines(card: dict[str, Any]) -> list[str]:
             lines.append(f"{'':31}{row['method']}")
         if row["reason"]:
             lines.append(f"{'':31}note: {row['reason']}")
+        if row.get("noise"):
+            lines.append(f"{'':31}noise: {row['noise']}")
     if missing:
         lines += ["", "not available:", *missing]
     return lines
@@ -125,7 +130,7 @@ def _fleet(args: argparse.Namespace) -> int:
     except HistoryError as exc:
         return error(exc)
     if wants_json(args):
-        emit_json(results)
+        emit_json({"nodes": results}, schema="machine.nodes")
     else:
         for result in results:
             if "card" in result:

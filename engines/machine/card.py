@@ -1,4 +1,6 @@
-"""The machine card: a target's measured ceilings, each the median of `repeats` measurements with its spread.
+"""The machine card: a target's measured ceilings, each the median of at least `repeats` measurements with its
+spread — repeated until the median's 95% interval is within the goal or a per-figure time cap says the machine's
+noise is why (`repeat.until_precise`; the spread records repeats, interval, cv and that note).
 
 Runs in a worker (it imports torch and onnxruntime). What cannot be measured is None, with the reason under
 "not_available" — a ceiling is never guessed. Keys of "spread" and "method" are dotted paths into the card
@@ -16,7 +18,7 @@ from typing import Any
 from engines.machine import compute, devices, floors, memory
 from engines.machine.caches import cache_sizes
 from engines.machine.errors import MachineError, Unavailable
-from engines.machine.repeat import repeated
+from engines.machine.repeat import GOAL, MAX_REPEATS, until_precise
 from engines.machine.storage import CHUNK, StorageRead, check_directory
 
 CARD_VERSION = 1
@@ -42,6 +44,9 @@ class Sizes:
 
 FULL = Sizes({"cpu": 2048, "cuda": 8192}, 256, 0.5, 0.25, 64 * MIB, 20, 100, 256 * MIB, 256 * MIB, 3)
 QUICK = Sizes({"cpu": 256, "cuda": 1024}, 256, 0.05, 0.02, 4 * MIB, 5, 20, 4 * MIB, 8 * MIB, 1)
+# Each figure repeats (at least `repeats` times) until its median's 95% interval is within ±GOAL, for at most this
+# long (engines/machine/repeat.py); quick cards check the machinery, so their cap is short.
+FIGURE_CAP_S = {False: 10.0, True: 0.2}
 
 
 # ---- Public API
@@ -74,13 +79,14 @@ class _Card:
     """The card being filled in; `ceiling()` measures one figure `repeats` times or records why it cannot."""
 
     def __init__(self, device: devices.Device, repeats: int, quick: bool, progress: Progress):
-        self.repeats, self.progress = repeats, progress
+        self.repeats, self.progress, self.cap_s = repeats, progress, FIGURE_CAP_S[quick]
         self.data: dict[str, Any] = {
             "card_version": CARD_VERSION, "target": device.target, "device_name": device.name,
             "host": socket.gethostname(), "measured_at": _utc_now(), "quick": quick, "repeats": repeats,
             "peak_flops": {}, "memory_bandwidth_gbs": None, "call_floor_us": {}, "llc_bytes": None, "caches": {},
             "storage_read_gbs": None, "storage": None, "h2d_gbs": None, "device_memory_bandwidth_gbs": None,
-            "spread": {}, "method": {}, "not_available": {}}
+            "spread": {}, "method": {}, "not_available": {},
+            "precision": {"goal": GOAL, "level": 0.95, "cap_s": FIGURE_CAP_S[quick], "minimum_repeats": repeats}}
 
     def say(self, text: str) -> None:
         self.progress(text)
@@ -90,14 +96,15 @@ class _Card:
         self.say(f"{label}: preparing")
         try:
             measurement = setup()
-            value, spread, _ = repeated(measurement.once, self.repeats,
-                                        lambda i: self.say(f"{label}: {i + 1}/{self.repeats}"))
+            value, spread, _ = until_precise(measurement.once, self.repeats, max_s=self.cap_s,
+                                             max_repeats=max(MAX_REPEATS, self.repeats),
+                                             on_repeat=lambda i: self.say(f"{label}: repeat {i + 1}"))
         except Unavailable as exc:
             self.unavailable(key, exc.reason)
             return None
         self._set(key, value)
         self.data["spread"][key] = spread
-        self.data["method"][key] = f"{method(measurement)}, median of {self.repeats}"
+        self.data["method"][key] = f"{method(measurement)}, median of {spread['n']}"
         return value
 
     def unavailable(self, key: str, reason: str) -> None:

@@ -61,7 +61,8 @@ def test_machine_card_repeatability(bench, tmp_path):
     device_cv = 100 * statistics.stdev(device_rates) / statistics.fmean(device_rates)
     print(f"[benchmark] storage baseline: O_DIRECT reads of the same size vary {device_cv:.1f}% (cv) on this device")
     for key, spread in sorted(card["spread"].items()):
-        assert spread["n"] == REPEATS
+        assert spread["n"] >= REPEATS  # at least REPEATS; more until the interval is precise or the cap says why
+        assert spread.get("within_goal") or spread.get("note"), f"{key}: wide interval without the reason"
         cv = spread["cv"] * 100
         result = judge(f"machine card repeatability: {key} cv", cv, cv_interval(cv, spread["n"]), GOAL,
                        samples=spread["n"], ceiling=_value(card, key), min=spread["min"], max=spread["max"],

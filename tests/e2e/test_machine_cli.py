@@ -36,7 +36,7 @@ def test_machine_json_is_the_card_with_its_spread(measured):
     assert card["peak_flops"]["fp32"] > 0 and card["memory_bandwidth_gbs"] > 0
     assert card["call_floor_us"]["torch"] > 0 and card["call_floor_us"]["onnxruntime"] > 0
     assert card["storage"]["dir"] == str(storage.resolve()) and list(storage.iterdir()) == []
-    assert all(s["n"] == 2 for s in card["spread"].values())
+    assert all(s["n"] >= 2 for s in card["spread"].values())  # at least --repeats; more until precise or capped
     assert "no GPU" in card["not_available"]["h2d_gbs"]
 
 

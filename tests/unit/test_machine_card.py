@@ -205,8 +205,10 @@ def test_every_measured_ceiling_has_its_spread_and_method(quick_card):
     assert set(card["spread"]) == set(measured)
     for key in measured:
         s = card["spread"][key]
-        assert set(s) == {"min", "max", "cv", "n"} and s["n"] == 2 and s["min"] <= s["max"]
-        assert card["method"][key].endswith("median of 2")
+        assert {"min", "max", "cv", "n", "interval", "level", "within_goal", "stopped", "note"} <= set(s)
+        assert s["n"] >= 2 and s["min"] <= s["interval"][0] <= s["interval"][1] <= s["max"]
+        assert (s["stopped"] == "goal") == s["within_goal"] == (s["note"] is None)
+        assert card["method"][key].endswith(f"median of {s['n']}")
     assert "torch.matmul 256×256 fp32" in card["method"]["peak_flops.fp32"]
     assert "quick size" in card["method"]["memory_bandwidth_gbs"]
 
