@@ -3,7 +3,7 @@
 Views fed plain rows. A delta row::
 
     {"metric": "p50 latency", "unit": "ms", "letter": "B", "reference": 1.22, "value": 1.30, "ratio": 1.065,
-     "ci95": [1.02, 1.11] | None, "verdict": "slower" | "faster" | "no difference" | None, "better": "lower",
+     "ci95": [1.02, 1.11] | None, "verdict": "slower" | "faster" | "equivalent" | "undecided" | None, "better": "lower",
      "method": "…", "explanation": "…" (optional)}
 
 A ratio is the run's value over A's. Only p50 has an interval and a verdict (console.analysis.compare); the

@@ -20,6 +20,10 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from widgets import theme
 from widgets.formatting import MISSING, format_number
 
+# a baseline verdict as words before the baseline's id (console.analysis.compare's verdicts, and the legacy one)
+RELATIONS = {"equivalent": "equally fast as", "undecided": "not told apart from",
+             "no difference": "not told apart from"}
+
 
 @dataclass(frozen=True)
 class _FigureSpec:
@@ -386,15 +390,16 @@ class SummaryCard(QtWidgets.QFrame):
         self._finding.show()
 
     def _show_baseline(self, block: dict | None) -> None:
-        """Faster / slower / no difference than the configuration's baseline, with the ratio's interval; what
-        changed around the measurement (versions, driver) and the test's explanation on hover."""
+        """Faster / slower / equally fast as the configuration's baseline, or not told apart from it, with the
+        ratio's interval; what changed around the measurement (versions, driver) and the explanation on hover.
+        ("no difference", stored by older versions, meant "not shown different": said as not told apart.)"""
         if not isinstance(block, dict) or not block.get("run_id"):
             self._baseline.hide()
             return
         verdict, short = block.get("verdict"), str(block["run_id"])[:8]
         ci95 = block.get("ci95") or [None, None]
         if verdict and _is_number(block.get("ratio")) and all(_is_number(v) for v in ci95):
-            relation = "no difference from" if verdict == "no difference" else f"{verdict} than"
+            relation = RELATIONS.get(verdict, f"{verdict} than")
             text = (f"vs baseline: {relation} {short} — ×{block['ratio']:.3f} "
                     f"(95% CI {ci95[0]:.3f}–{ci95[1]:.3f})")
             color = {"slower": theme.BAD, "faster": theme.GOOD}.get(verdict, theme.FOREGROUND)
@@ -405,7 +410,7 @@ class SummaryCard(QtWidgets.QFrame):
         changed = [f"{c['field']}: {c.get('a')} → {c.get('b')}" for c in block.get("changed") or []]
         self._baseline.setToolTip("\n".join(filter(None, [
             str(block.get("explanation") or ""),
-            f"p = {block['p_value']:.2g}" if _is_number(block.get("p_value")) else "",
+            f"block test p = {block['p_value']:.2g}" if _is_number(block.get("p_value")) else "",
             "What changed: " + "; ".join(changed) if changed else ""])))
         self._baseline.show()
 

@@ -1,7 +1,8 @@
-"""A run against its configuration's baseline: faster, slower or no difference, with the ratio's interval.
+"""A run against its configuration's baseline: faster, slower, equivalent or undecided, with the ratio's interval.
 
 The comparison is console.analysis.compare (ratio of medians with a block-bootstrap interval, and Mann-Whitney
-U; a difference only when both agree and the ratio leaves the noise band). What changed around the measurement
+U on the same blocks' medians; a difference only when both agree and the ratio leaves the noise band, equivalent
+only when the whole interval lies inside it). What changed around the measurement
 (engine or driver version, device) is listed beside the verdict. Qt-free.
 """
 
@@ -27,7 +28,8 @@ def verdict(run: dict[str, Any], run_latency_ns: np.ndarray, baseline: dict[str,
                                 f"{len(baseline_latency_ns)} measured iterations (at least {MIN_ITERATIONS} each)")
         return block
     result = compare(np.asarray(baseline_latency_ns) / 1e6, np.asarray(run_latency_ns) / 1e6)
-    block.update({key: result[key] for key in ("verdict", "ratio", "ci95", "p_value", "explanation")})
+    block.update({key: result[key] for key in ("verdict", "ratio", "ci95", "p_value", "explanation", "mde",
+                                                "noise")})
     block["changed"] = [d for d in differences(baseline, run) if d["kind"] == "environment"]
     return block
 

@@ -195,17 +195,19 @@ def _validity(summary: Mapping[str, Any], scenario: str | None = None) -> list[s
 
 
 def _baseline(block: Any) -> str:
-    """As the summary card says it: faster / slower / no difference, the ratio with its interval, p."""
+    """As the summary card says it: faster / slower / equally fast / not told apart, the ratio with its interval,
+    the block test's p."""
     if not isinstance(block, Mapping) or not block.get("run_id"):
         return ""
     short = f"`{_code(str(block['run_id'])[:8])}`"
     verdict, ratio = block.get("verdict"), block.get("ratio")
     ci95 = block.get("ci95") or [None, None]
     if verdict and _is_number(ratio) and len(ci95) == 2 and all(map(_is_number, ci95)):
-        relation = "no difference from" if verdict == "no difference" else f"{escape(str(verdict))} than"
+        relation = {"equivalent": "equally fast as", "undecided": "not told apart from",
+                    "no difference": "not told apart from"}.get(verdict, f"{escape(str(verdict))} than")
         text = (f"**vs baseline:** {relation} {short} — ×{ratio:.3f} (95% CI {ci95[0]:.3f}–{ci95[1]:.3f})")
         if _is_number(block.get("p_value")):
-            text += f", p = {block['p_value']:.2g}"
+            text += f", block test p = {block['p_value']:.2g}"
     else:
         why = f" ({escape(str(block['explanation']))})" if block.get("explanation") else ""
         text = f"**vs baseline {short}:** not compared{why}"

@@ -212,9 +212,10 @@ def _print_run(report: dict[str, Any]) -> None:
     baseline = report.get("baseline")
     if baseline and baseline.get("verdict"):
         low, high = baseline["ci95"]
-        relation = {"no difference": "no difference from"}.get(baseline["verdict"], f"{baseline['verdict']} than")
+        relation = {"equivalent": "equally fast as", "undecided": "not told apart from",
+                    "no difference": "not told apart from"}.get(baseline["verdict"], f"{baseline['verdict']} than")
         print(f"  vs baseline  {relation} {baseline['run_id'][:8]}: ratio {baseline['ratio']:.3f} "
-              f"(95% CI {low:.3f}–{high:.3f}, p = {baseline['p_value']:.2g})")
+              f"(95% CI {low:.3f}–{high:.3f}, block test p = {baseline['p_value']:.2g})")
     elif baseline:
         print(f"  vs baseline  {baseline['explanation']}")
     for warning in report["warnings"]:

@@ -238,7 +238,8 @@ def race_verdict(a: list[Round], b: list[Round], batch_a: int, batch_b: int, lab
     result = compare([g / 1e6 for g in groups_a], [g / 1e6 for g in groups_b], noise=noise)
     ratio, (low, high) = result["ratio"], result["ci95"]
     what = "per sample" if per_sample else ""
-    p_text = "p < 0.001" if result["p_value"] < 0.001 else f"p = {result['p_value']:.2g}"
+    p_text = (f"{result['p_label']} < 0.001" if result["p_value"] < 0.001
+              else f"{result['p_label']} = {result['p_value']:.2g}")
     rounds = f"{len(a)} round{'s' if len(a) != 1 else ''} each, alternating" if len(a) == len(b) else \
         f"{len(a)} rounds of A, {len(b)} of B"
     if result["verdict"] == "faster":  # B's median is below A's
@@ -252,14 +253,15 @@ def race_verdict(a: list[Round], b: list[Round], batch_a: int, batch_b: int, lab
     medians = f"median {_fmt(median_a)} {unit} (A) vs {_fmt(median_b)} {unit} (B)"
     if winner is not None:
         headline = f"{winner} is {_times(factor)} faster than {loser}" + (f" {what}" if what else "")
-        lines = [f"95% CI {_times(interval[0], False)}–{_times(interval[1])} · Mann-Whitney {p_text} · {rounds}",
-                 medians]
+        lines = [f"95% CI {_times(interval[0], False)}–{_times(interval[1])} · {p_text} · {rounds}", medians]
         tone = "good"
     else:
-        headline = "No difference beyond noise"
+        # equally fast only when the whole interval lies inside the band; otherwise what was resolved
+        headline = (f"Equally fast within ±{noise:.0%}" if result["verdict"] == "equivalent"
+                    else "Could not tell apart")
         lines = [f"B takes {_times(ratio)} A's time{(' ' + what) if what else ''} (95% CI "
-                 f"{_times(low, False)}–{_times(high)}; noise band ±{noise:.0%}) · Mann-Whitney {p_text} · "
-                 f"{rounds}", medians]
+                 f"{_times(low, False)}–{_times(high)}; noise band ±{noise:.0%}) · {p_text} · {rounds}",
+                 f"{result['resolved']}; {result['mde_text']}", medians]
         tone, factor, interval = "neutral", None, None
     invalid = sum(1 for r in [*a, *b] if not r.summary.get("valid"))
     if invalid:

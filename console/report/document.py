@@ -45,7 +45,9 @@ def build(report: Report) -> list[Block]:
         blocks += [Block("heading", "Each run against A"), _deltas(report),
                    Block("note", "Ratio of medians (B ÷ A: below 1 is faster) with a block-bootstrap 95% interval; "
                                  "a difference is claimed only when the interval leaves the ±2% noise band AND "
-                                 "Mann-Whitney U agrees (p < 0.01).")]
+                                 "the block test agrees (Mann-Whitney U on the same blocks' medians, p < 0.01); "
+                                 "equally fast only when the whole interval lies inside the band; otherwise "
+                                 "undecided, with the smallest difference the runs could resolve.")]
         changed = _differences(report)
         if changed is not None:
             blocks += [Block("heading", "What differs from A"), changed]
@@ -98,7 +100,7 @@ def _deltas(report: Report) -> Block:
                      f"{ci[0]:.3f}–{ci[1]:.3f}" if ci else "—", _number(delta.get("p_value"), "{:.2g}"),
                      str(delta.get("verdict") or "—"), str(delta.get("explanation") or "")])
         emphasis.append({"faster": "good", "slower": "bad"}.get(delta.get("verdict"), ""))
-    return Block("table", headers=["Runs", "Median ratio", "95% interval", "p (Mann-Whitney)", "Verdict", "Why"],
+    return Block("table", headers=["Runs", "Median ratio", "95% interval", "p (block test)", "Verdict", "Why"],
                  rows=rows, emphasis=emphasis)
 
 

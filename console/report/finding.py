@@ -3,8 +3,11 @@
 Why a sentence of its own: the director who forwards a report reads only this. So it states the comparison the
 runs were made for (what differs between them, named as a person would), the factor with its 95% interval, and the
 energy per inference where it was measured; it claims a difference only when the console's compare does (ratio
-beyond the noise AND Mann-Whitney agree), and it never calls a run that lost data or failed its validity rules a
-clean measurement.
+beyond the noise AND the block test agree), claims "equally fast" only when the whole interval lies inside the
+noise band, and otherwise says what the runs did resolve ("could not tell apart: … is between 32% faster and 1%
+slower") with the smallest difference they could have resolved. It prints no figure the verdict does not rest
+on (no p-value from a test the interval disagrees with), and it never calls a run that lost data or failed its
+validity rules a clean measurement.
 """
 
 from __future__ import annotations
@@ -74,9 +77,18 @@ def _comparison_sentence(report: Report) -> str:
             return f"Run {a.letter} and run {b.letter} cannot be compared: {delta['explanation']}."
         name_b, name_a, subject = _contrast(report.differences[0], a, b)
         low, high = delta["ci95"]
-        if delta["verdict"] == "no difference":
-            text = (f"{name_b} and {name_a} serve {subject} equally fast within the noise on this machine (ratio "
-                    f"{delta['ratio']:.3g}, 95% CI {low:.3g}–{high:.3g}, Mann-Whitney p = {delta['p_value']:.2g})")
+        if delta["verdict"] == "equivalent":
+            text = (f"{name_b} and {name_a} serve {subject} equally fast on this machine, within "
+                    f"±{delta['noise']:.0%} (ratio {delta['ratio']:.3g}, 95% CI {low:.3g}–{high:.3g}, all of it "
+                    "inside that band)")
+        elif delta["verdict"] not in ("faster", "slower"):  # undecided: what was resolved, never "equally fast"
+            resolved = str(delta.get("resolved") or "")
+            resolved = resolved[2:] if resolved.startswith("B ") else f"takes {delta['ratio']:.3g}× the time"
+            who = f"run {b.letter}" if name_b.startswith("Run ") else name_b
+            text = (f"{name_b} and {name_a} could not be told apart serving {subject} on this machine: {who} "
+                    f"{resolved} (ratio {delta['ratio']:.3g}, 95% CI {low:.3g}–{high:.3g})")
+            if delta.get("mde_text"):
+                text += f"; {delta['mde_text']}"
         else:
             # said of the quicker run, whichever is A: "X serves this model 1.9× faster than Y (95% CI …)"
             word, factor = factor_text(delta["ratio"])
@@ -84,8 +96,10 @@ def _comparison_sentence(report: Report) -> str:
                                      else (name_a, name_b, (low, high)))
             text = (f"{quick} serves {subject} {factor:.2g}× faster than {slow} on this machine "
                     f"(95% CI {lo:.2g}–{hi:.2g}×)")
-        quicker = b if delta["ratio"] < 1 else a
-        text += _energy_clause(quicker.summary) + "."
+        if delta["verdict"] in ("faster", "slower"):  # only a shown difference has a quicker run
+            quicker = b if delta["ratio"] < 1 else a
+            text += _energy_clause(quicker.summary)
+        text += "."
         problems = [view.letter for view in report.runs if not _clean(view)]
         if problems:
             text += (f" Caution: run {problems[0]} is not a valid measurement (see its rules below)." if len(problems) == 1

@@ -3,8 +3,9 @@
 `gather(db_path, run_ids)` opens its own read-only connection (SQLite connections stay on the thread that made
 them), reads each run's measured latencies, its telemetry and its configuration's series, and computes:
 - per run: latencies in ms, summary figures, telemetry per metric on seconds since the run started;
-- the delta table against the first run: p50 by console.analysis.compare (ratio of medians, bootstrap interval,
-  Mann-Whitney U, verdict); p99, throughput and energy per inference as a ratio only, with no interval, said so;
+- the delta table against the first run: p50 by console.analysis.compare (ratio of medians, block-bootstrap
+  interval, the block test's p, verdict — faster / slower / equivalent / undecided — and the smallest difference
+  the pair could resolve); p99, throughput and energy per inference as a ratio only, with no interval, said so;
 - what differs between the first run and each other (console.analysis.fingerprint.differences);
 - per configuration, its series (median latency per completed run over time), its baseline, and the change
   points console.analysis.regressions finds (the same as `labconsole regressions`), on valid runs.
@@ -186,7 +187,7 @@ def _latency_delta(reference: dict[str, Any], other: dict[str, Any]) -> dict[str
     # compare() speaks of "A" and "B"; the run here may be C or D
     explanation = re.sub(r"\bB\b", other["letter"], result["explanation"])
     row.update(ratio=result["ratio"], ci95=result["ci95"], verdict=result["verdict"], p_value=result["p_value"],
-               method=f"Mann-Whitney p = {result['p_value']:.2g}",
+               mde=result["mde"], method=f"{result['p_label']} = {result['p_value']:.2g}; {result['mde_text']}",
                explanation=f"{explanation} Ratio of medians; {result['interval_method']}.")
     return row
 

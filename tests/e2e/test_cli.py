@@ -149,8 +149,9 @@ def test_compare_two_stored_runs(db, first_run):
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["run_a"] == first_run["run_id"] and result["run_b"] == again["run_id"]
-    assert result["verdict"] in ("faster", "slower", "no difference")
+    assert result["verdict"] in ("faster", "slower", "equivalent", "undecided")
+    assert result["mde"] is None or result["mde"] > 0
     low, high = result["ci95"]
     assert low <= result["ratio"] <= high and 0 <= result["p_value"] <= 1
     missing = labconsole("compare", "deadbeef", again["run_id"], db=db)
-    assert missing.returncode == 2 and "RUN_A: no run 'deadbeef'" in missing.stderr
+    assert missing.returncode == 3 and "RUN_A: no run 'deadbeef'" in missing.stderr  # cannot judge, not "slower"

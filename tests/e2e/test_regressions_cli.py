@@ -31,13 +31,13 @@ def test_a_run_is_compared_with_its_configurations_baseline(real_db):
     assert json.loads(done.stdout)["run_id"] == first["run_id"]
     second = labconsole("run", "--model", "mlp", "--duration", "1", "--warmup", "0.2", "--json", db=db)
     block = json.loads(second.stdout)["baseline"]
-    assert block["run_id"] == first["run_id"] and block["verdict"] in ("faster", "slower", "no difference")
+    assert block["run_id"] == first["run_id"] and block["verdict"] in ("faster", "slower", "equivalent", "undecided")
     assert block["ci95"][0] <= block["ratio"] <= block["ci95"][1] and 0 <= block["p_value"] <= 1
     text = labconsole("run", "--model", "mlp", "--duration", "1", "--warmup", "0.2", db=db)
     assert "vs baseline" in text.stdout and first["run_id"][:8] in text.stdout
     other = labconsole("run", "--model", "mlp", "--batch", "2", "--iterations", "20", "--warmup", "0", "--json", db=db)
     assert json.loads(other.stdout)["baseline"] is None  # another configuration: its own baseline (none)
-    shown = json.loads(labconsole("baseline", "show", "--json", db=db).stdout)
+    shown = json.loads(labconsole("baseline", "show", "--json", db=db).stdout)["baselines"]
     assert [row["run_id"] for row in shown] == [first["run_id"]]
 
 

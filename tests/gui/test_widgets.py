@@ -459,8 +459,12 @@ def test_summary_card_shows_the_verdict_against_the_baseline(qtbot):
     card.set_summary({**_summary(), "baseline": block})
     assert card.baseline_text() == "vs baseline: slower than abcdef01 — ×1.123 (95% CI 1.100–1.150)"
     assert "version.torch: 2.12 → 2.13" in card._baseline.toolTip()
-    card.set_summary({**_summary(), "baseline": {**block, "verdict": "no difference", "ratio": 1.0}})
-    assert card.baseline_text().startswith("vs baseline: no difference from abcdef01")
+    card.set_summary({**_summary(), "baseline": {**block, "verdict": "undecided", "ratio": 1.0}})
+    assert card.baseline_text().startswith("vs baseline: not told apart from abcdef01")
+    card.set_summary({**_summary(), "baseline": {**block, "verdict": "no difference", "ratio": 1.0}})  # stored by
+    assert card.baseline_text().startswith("vs baseline: not told apart from abcdef01")  # an older version
+    card.set_summary({**_summary(), "baseline": {**block, "verdict": "equivalent", "ratio": 1.0}})
+    assert card.baseline_text().startswith("vs baseline: equally fast as abcdef01")
     card.set_summary({**_summary(), "baseline": {"run_id": "abcdef0123", "verdict": None, "explanation": "too few"}})
     assert card.baseline_text() == "vs baseline abcdef01: not compared"
     card.clear()

@@ -95,15 +95,20 @@ def test_a_race_verdict_names_the_winner_with_its_interval():
     assert verdict["headline"] == f"ONNX Runtime is {verdict['factor']:.2f}× faster than PyTorch"
     low, high = verdict["interval"]
     assert low <= verdict["factor"] <= high and 1.7 < verdict["factor"] < 2.3
-    assert verdict["lines"][0].startswith("95% CI ") and "Mann-Whitney p < 0.001" in verdict["lines"][0]
+    assert verdict["lines"][0].startswith("95% CI ") and "block test p < 0.001" in verdict["lines"][0]
     assert "3 rounds each, alternating" in verdict["lines"][0]
     assert verdict["compare"]["blocks"] == [9, 9]  # each round cut into 3 consecutive blocks
 
 
 def test_a_race_without_a_difference_says_so_and_batches_compare_per_sample():
     same = figures.race_verdict(rounds(1.0), rounds(1.0, seed=2), 1, 1, "A side", "B side")
-    assert same["winner"] is None and same["headline"] == "No difference beyond noise"
+    assert same["winner"] is None and same["headline"] in ("Equally fast within ±2%", "Could not tell apart")
     assert "noise band ±2%" in same["lines"][0]
+    # equally fast is claimed only when the whole interval lies inside the band; else what was resolved
+    low, high = same["compare"]["ci95"]
+    assert (same["headline"] == "Equally fast within ±2%") == (0.98 <= low and high <= 1.02)
+    assert same["lines"][1].startswith("B is between ") and "cannot be resolved" in same["lines"][1]
+    assert "equally" not in figures.race_verdict(rounds(1.0), rounds(1.1, seed=2), 1, 1, "A", "B")["headline"].lower()
     # batch 8 taking 4× as long per call does twice the work per second: B wins per sample
     per_sample = figures.race_verdict(rounds(1.0), rounds(4.0, seed=3, valid=False), 1, 8, "batch 1", "batch 8")
     assert per_sample["per_sample"] and per_sample["winner"] == "B"

@@ -141,8 +141,13 @@ def test_the_baseline_verdict_reads_as_on_the_card():
     summary["baseline"] = {"run_id": "1a2b3c4d" * 4, "verdict": "slower", "ratio": 1.083, "ci95": [1.071, 1.095],
                            "p_value": 0.0012, "changed": [{"field": "torch", "a": "2.3.1", "b": "2.4.0"}]}
     text = run_markdown({"spec": RunSpec().to_dict(), "summary": summary})
-    assert ("**vs baseline:** slower than `1a2b3c4d` — ×1.083 (95% CI 1.071–1.095), p = 0.0012. "
+    assert ("**vs baseline:** slower than `1a2b3c4d` — ×1.083 (95% CI 1.071–1.095), block test p = 0.0012. "
             "Changed since the baseline: torch: 2.3.1 → 2.4.0") in text
+    for verdict, words in (("undecided", "not told apart from"), ("no difference", "not told apart from"),
+                           ("equivalent", "equally fast as")):
+        summary["baseline"] = {**summary["baseline"], "verdict": verdict}
+        text = run_markdown({"spec": RunSpec().to_dict(), "summary": summary})
+        assert f"**vs baseline:** {words} `1a2b3c4d`" in text and "equally fast within the noise" not in text
 
 
 def test_a_failed_run_without_a_summary_still_reads():
