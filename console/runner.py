@@ -42,11 +42,15 @@ class WorkerRun:
     # ---- Public API
     def __init__(self, spec: RunSpec, on_event: Callable[[dict[str, Any]], None],
                  on_end: Callable[[Outcome], None], entry: Callable[..., None] = worker_main,
-                 memory: MemoryWatch | None = None, pool: Any = None):
+                 memory: MemoryWatch | None = None, pool: Any = None, partition: Any = None):
         """`memory`: where the OOM-kill counters are read (tests give one over a fake cgroup). `pool`: a
         console.worker_pool.WorkerPool whose spare, when it has one for the engine, runs the spec (default entry
-        only); `start_kind` then says warm or warming instead of cold."""
+        only); `start_kind` then says warm or warming instead of cold. `partition`: a console.partition.Partition;
+        the worker is moved to its worker cores right after it is spawned (or taken from the pool), and
+        `placement` says how that went."""
         self.spec = spec
+        self._partition = partition
+        self.placement: dict[str, Any] | None = None
         self._pool = pool if entry is worker_main else None
         self.start_kind = "cold"
         self._on_event = on_event
@@ -80,6 +84,10 @@ class WorkerRun:
             self._process.start()
             child_conn.close()  # only the child holds its end: our death is its EOF
         self.pid = self._process.pid
+        if self._partition is not None and self._partition.confined:  # while it starts: its threads follow
+            from console.partition import place_worker
+
+            self.placement = place_worker(self._partition, self.pid)
         self._last_event = time.monotonic()
         threading.Thread(target=self._pump, name="worker-reader", daemon=True).start()
 

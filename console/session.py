@@ -17,8 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from console import partition as console_partition
 from console import paths
 from console.analysis import summarize
+from console.console_cpu import ConsoleCpu, validity_notes
 from console.history import HistoryError, HistoryWriter
 from console.runner import Outcome, WorkerRun
 from console.telemetry.hub import TelemetryHub
@@ -40,7 +42,8 @@ class RunSession:
     # ---- Public API
     def __init__(self, spec: RunSpec, writer: HistoryWriter, listener: Listener | None = None,
                  telemetry_hz: float | None = 10.0, worker_entry: Callable[..., None] = worker_main,
-                 hub: TelemetryHub | None = None, remote: Callable[..., Any] | None = None, pool: Any = None):
+                 hub: TelemetryHub | None = None, remote: Callable[..., Any] | None = None, pool: Any = None,
+                 partition: Any = None):
         """`hub`: the console's shared telemetry (the window's); without one, the session samples at
         `telemetry_hz` itself for the run's duration (the CLI), or not at all when that is None.
 
@@ -50,7 +53,11 @@ class RunSession:
         is recorded under the node's host once the node reports (`{"type": "node", ...}` to the listener).
 
         `pool`: the window's console.worker_pool.WorkerPool: the run takes its spare worker when it has one (the
-        environment's `worker_start` says warm, warming or cold) and a new spare is made when the run has ended."""
+        environment's `worker_start` says warm, warming or cold) and a new spare is made when the run has ended.
+
+        `partition`: a console.partition.Partition: while the run lasts the console and its sampler keep to its
+        console cores and the worker gets its worker cores; the environment's `partition` records both sets (or
+        "not confined (why)"), and the summary's `console_cpu` what the console used while measuring."""
         self.spec = spec.validate()
         self.run_id = uuid.uuid4().hex
         self._writer = writer
@@ -75,26 +82,46 @@ class RunSession:
         self._host: dict[str, Any] | None = None  # the node's host row, for a remote run
         if remote is not None:
             self._hub, self._own_hub = None, False
+        self._partition = partition if partition is not None else console_partition.not_applied(
+            "no partition given to this run: the console shares the worker's cores")
+        if remote is not None:
+            self._partition = console_partition.not_applied("the run is on a cluster node; the console is not there")
+        self._hold: console_partition.Hold | None = None
+        self._console_cpu: ConsoleCpu | None = None
 
     def start(self) -> str:
         self.t0_ns = time.perf_counter_ns()
         self._writer.create_run(self.spec.to_dict(), self.run_id)
         self._emit({"type": "started", "run_id": self.run_id, "t0_ns": self.t0_ns, "spec": self.spec.to_dict()})
+        if self._remote is None and self._partition.confined:  # before anything is spawned: children inherit it
+            self._hold = console_partition.Hold(self._partition, self._hub.pid if self._hub is not None else None)
+            self._hold.acquire()
         if self._remote is not None:
             self._worker = self._remote(self.spec, self._on_worker_event, self._on_worker_end,
                                         on_samples=self._on_samples, on_sources=self._on_sources,
                                         on_node=self._on_node, telemetry_hz=self._telemetry_hz, run_id=self.run_id)
         else:
             self._worker = WorkerRun(self.spec, self._on_worker_event, self._on_worker_end, entry=self._entry,
-                                     pool=self._pool)
+                                     pool=self._pool, partition=self._partition)
         if self._own_hub:
             self._hub = TelemetryHub(rate_hz=self._telemetry_hz)
             self._hub.start()
+            if self._hold is not None:
+                self._hold.add_sampler(self._hub.pid)
+        if self._remote is None:
+            self._console_cpu = ConsoleCpu(self._hub.pid if self._hub is not None else None)
         if self._hub is not None:
             self._subscription = self._hub.subscribe(self._on_samples, self._on_sources)
-        self._worker.start()
+        try:
+            self._worker.start()
+        except BaseException:
+            if self._hold is not None:  # no run: the console gets its cores back
+                self._hold.release()
+            raise
         if self._remote is None:
             self._environment["worker_start"] = getattr(self._worker, "start_kind", "cold")
+        self._environment["partition"] = console_partition.environment(
+            self._partition, self._hold, getattr(self._worker, "placement", None))
         if self._hub is not None:
             self._hub.watch(self._worker.pid)
         return self.run_id
@@ -128,6 +155,11 @@ class RunSession:
             self._writer.add_latencies(self.run_id, event["t_ns"], event["latency_ns"])
         elif kind == "phase":
             self._phases.append([event["phase"], event["t_ns"]])
+            if self._console_cpu is not None:  # the console's own CPU over the measuring phase only
+                if event["phase"] == "measuring":
+                    self._console_cpu.start()
+                else:
+                    self._console_cpu.stop()
         elif kind == "hello":
             self._environment["worker"] = event["versions"]
             self._environment["hygiene"] = event.get("hygiene")
@@ -195,6 +227,9 @@ class RunSession:
         return starts[0], (later[0] if later else time.perf_counter_ns())
 
     def _on_worker_end(self, outcome: Outcome) -> None:
+        console_cpu = self._console_cpu.result() if self._console_cpu is not None else None
+        if self._hold is not None:
+            self._hold.release()  # the console and the sampler get their cores back: nothing measures now
         if self._hub is not None:
             self._hub.unsubscribe(self._subscription)
             self._hub.watch(None)
@@ -215,8 +250,11 @@ class RunSession:
             summary["notes"].insert(0, f"energy/telemetry summary failed ({type(exc).__name__}: {exc}); "
                                        "latency figures are unaffected")
         hygiene = self._environment.get("hygiene") or {}
-        summary["warnings"] = list(hygiene.get("warnings") or []) + self._telemetry_death()
-        summary["notes"] = summary["warnings"] + summary["notes"]
+        partition = self._environment.get("partition")
+        summary["partition"], summary["console_cpu"] = partition, console_cpu
+        cost_warnings, cost_notes = validity_notes(partition, console_cpu, local=self._remote is None)
+        summary["warnings"] = list(hygiene.get("warnings") or []) + self._telemetry_death() + cost_warnings
+        summary["notes"] = summary["warnings"] + cost_notes + summary["notes"]
         summary["t0_ns"] = self.t0_ns
         summary["t_end_ns"] = time.perf_counter_ns()
         summary["phases"] = self._phases

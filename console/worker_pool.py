@@ -33,7 +33,10 @@ class Spare:
 class WorkerPool:
     """At most one spare per engine. Thread-safe: runs start on the GUI thread or a sweep's thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, partition: Any = None) -> None:
+        """`partition`: a console.partition.Partition; each spare is moved to its worker cores as it is spawned,
+        so its engine import runs there and the run that takes it finds it on them."""
+        self.partition = partition
         self._spares: dict[str, Spare] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -55,6 +58,10 @@ class WorkerPool:
                                   name=f"labconsole-spare-{engine}", daemon=True)
             process.start()
             child_conn.close()  # only the child holds its end: our death is its EOF
+            if self.partition is not None and self.partition.confined:
+                from console.partition import place_worker
+
+                place_worker(self.partition, process.pid)  # the run that takes it moves it again and records that
             self._spares[engine] = Spare(process, conn, ready)
 
     def take(self, engine: str) -> Spare | None:

@@ -317,6 +317,14 @@ class SummaryCard(QtWidgets.QFrame):
         self._notes.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self._notes.hide()
 
+        self._cores = QtWidgets.QLabel()  # environment: the worker's and the console's cores, the console's CPU
+        self._cores.setObjectName("summary_cores")
+        self._cores.setWordWrap(True)
+        self._cores.setFont(theme.font(theme.SMALL_PT))
+        self._cores.setStyleSheet(f"color: {theme.MUTED};")
+        self._cores.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._cores.hide()
+
         # Copy as Markdown: a button in the card's corner and the card's context menu; a page may add a shortcut.
         self.copy_action = QtGui.QAction(COPY_TEXT, self)
         self.copy_action.setObjectName("summary_copy_markdown")
@@ -347,6 +355,7 @@ class SummaryCard(QtWidgets.QFrame):
         layout.addWidget(self._baseline)
         layout.addWidget(self._finding)
         layout.addWidget(self._notes)
+        layout.addWidget(self._cores)
         layout.addStretch(1)  # a tall card keeps its figures together at the top
 
     # ---- Public API
@@ -373,8 +382,20 @@ class SummaryCard(QtWidgets.QFrame):
         self._show_verdict(summary)
         self._show_baseline(summary.get("baseline"))
         self._show_finding(summary.get("bottleneck"))
+        self._show_cores(summary.get("partition"), summary.get("console_cpu"))
         self._message.hide()
         self.copy_action.setEnabled(True)
+
+    def _show_cores(self, partition: dict | None, console_cpu: dict | None) -> None:
+        """"Cores: worker CPUs 1, console CPUs 0 … · the console used 3.1% of a core while measuring"."""
+        text = (partition or {}).get("text") if isinstance(partition, dict) else None
+        percent = (console_cpu or {}).get("percent_of_core") if isinstance(console_cpu, dict) else None
+        parts = [f"Cores: {text}"] if text else []
+        if _is_number(percent):
+            parts.append(f"the console used {percent:.1f}% of a core while measuring")
+        self._cores.setText(" · ".join(parts))
+        self._cores.setToolTip(str((partition or {}).get("cost") or "") if isinstance(partition, dict) else "")
+        self._cores.setVisible(bool(parts))
 
     def _show_finding(self, verdict: dict | None) -> None:
         """What holds the run back (analysed runs): the sentence, its evidence and lever on hover."""
@@ -441,6 +462,8 @@ class SummaryCard(QtWidgets.QFrame):
         self._verdict.hide()
         self._baseline.hide()
         self._finding.hide()
+        self._cores.clear()
+        self._cores.hide()
         self._message.clear()
         self._message.hide()
         self.copy_action.setEnabled(False)
@@ -490,6 +513,10 @@ class SummaryCard(QtWidgets.QFrame):
 
     def message_text(self) -> str:
         return self._message.text() if self._message.isVisibleTo(self) else ""
+
+    def cores_text(self) -> str:
+        """The environment line: both core sets (or not confined, why) and the console's CPU while measuring."""
+        return self._cores.text() if self._cores.isVisibleTo(self) else ""
 
 
 def _is_number(value) -> bool:

@@ -13,7 +13,9 @@ from console.cli.common import (
     EXIT_CANCELLED,
     EXIT_FAILED,
     EXIT_OK,
+    add_console_cores_option,
     add_spec_options,
+    console_partition,
     db_path,
     emit_json,
     fail,
@@ -36,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", metavar="FILE", default=None,
                         help="also write the Chrome trace here (open it in Perfetto or chrome://tracing)")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
+    add_console_cores_option(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -56,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     as_json = wants_json(args)
     session = RunSession(spec, writer, listener=None if as_json else _print_phase,
-                         telemetry_hz=None if args.no_telemetry else 10.0)
+                         telemetry_hz=None if args.no_telemetry else 10.0, partition=console_partition(args))
     previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
     try:
         session.start()

@@ -68,6 +68,25 @@ def add_cluster_options(parser: argparse.ArgumentParser, cluster_help: str, sche
                             "sha256, checked, never executed) instead of needing it at the same path on the node")
 
 
+def add_console_cores_option(parser: argparse.ArgumentParser) -> None:
+    """--console-cores N (run, sweep, analyze): the window's core partition (console.partition) for a headless
+    run, so a window run and a CLI run of one spec are alike. 0, the default: no partition, as before."""
+    from console.cli.numbers import whole
+
+    parser.add_argument("--console-cores", metavar="N", type=whole(0, 4096), default=0,
+                        help="keep this console and its telemetry sampler on N reserved physical cores and the "
+                             "worker on the rest, as the window does (Linux; default 0: no partition); "
+                             "engine-default threads then mean the worker's cores")
+
+
+def console_partition(args: argparse.Namespace):
+    """The console.partition.Partition that --console-cores asks for (a 'not confined (why)' one when it cannot
+    be applied here)."""
+    from console.partition import plan
+
+    return plan(getattr(args, "console_cores", 0) or 0)
+
+
 def join_cluster(address: str | None, why: str) -> int | None:
     """Join the lab cluster at --cluster ADDRESS: None when joined, else the exit code after saying what is wrong
     (no --cluster: `why` says what needs one; no Ray, no token, nothing at the address)."""

@@ -13,7 +13,9 @@ from console.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     add_cluster_options,
+    add_console_cores_option,
     add_spec_options,
+    console_partition,
     emit_json,
     error,
     fail,
@@ -38,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the spec in this JSON file (a RunSpec, or one run written by `labconsole export "
                              "--format json`) instead of spec flags")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
+    add_console_cores_option(parser)
     add_cluster_options(parser, "run on a node of this Ray lab cluster (HOST:PORT of its head) instead of here",
                         "fail when no node starts the run within S seconds (default 60)", on=True)
 
@@ -66,7 +69,8 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     as_json = wants_json(args)
     session = RunSession(spec, writer, listener=None if as_json else _print_phase,
-                         telemetry_hz=None if args.no_telemetry else 10.0, remote=remote)
+                         telemetry_hz=None if args.no_telemetry else 10.0, remote=remote,
+                         partition=console_partition(args))
     previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
     try:
         try:
@@ -166,6 +170,8 @@ def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:
         "details": (record.get("environment") or {}).get("engine", {}),
         "node": _node((record.get("environment") or {}).get("node")),
         "storage": summary.get("storage"),  # set when the history lacks part of the run (then status is failed)
+        "partition": summary.get("partition"),  # worker and console CPUs, or not confined (why)
+        "console_cpu": summary.get("console_cpu"),  # the console's own CPU while measuring
     }
 
 
@@ -184,6 +190,16 @@ def _baseline(block: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     return {key: block.get(key) for key in ("run_id", "verdict", "ratio", "ci95", "p_value", "explanation",
                                             "changed")}
+
+
+def _print_cores(report: dict[str, Any]) -> None:
+    """The partition and the console's own CPU while measuring (a local run)."""
+    from console.console_cpu import sentence
+
+    partition = report.get("partition") or {}
+    if partition.get("text"):
+        used = sentence(report.get("console_cpu"))
+        print(f"  cores        {partition['text']}" + (f"; {used}" if used else ""))
 
 
 def _print_phase(event: dict[str, Any]) -> None:
@@ -205,6 +221,7 @@ def _print_run(report: dict[str, Any]) -> None:
     print(f"  throughput   {fmt(report['throughput_per_s'], 4)} samples/s over {report['iterations']} iterations "
           f"in {fmt(report['duration_s'])} s")
     print(f"  model load   {fmt(report['load_s'])} s   first inference {fmt(report['first_inference_ms'])} ms")
+    _print_cores(report)
     energy = report.get("energy")
     if energy and energy.get("joules") is not None:
         print(f"  energy       {fmt(energy['joules'])} J ({energy['method']}, {energy['scope']}), "

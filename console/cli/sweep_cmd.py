@@ -16,7 +16,9 @@ from console.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     add_cluster_options,
+    add_console_cores_option,
     add_spec_options,
+    console_partition,
     emit_json,
     fail,
     fmt,
@@ -54,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-impossible", action="store_true",
                         help="run the points that can run and list the others (default: refuse the sweep)")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the runs")
+    add_console_cores_option(parser)
     add_cluster_options(parser, "run the points on the nodes of this Ray lab cluster (HOST:PORT of its head); "
                                 "without --on, each on any node that has the target",
                         "a point fails when no node starts it within S seconds (default 60)", on=False)
@@ -90,7 +93,8 @@ def main(args: argparse.Namespace) -> int:
             sweep = SweepRun(base, grid, writer, name=values.get("name", ""), on_point=_print_sweep_progress,
                              targets=None if remote_for else discover_targets(),  # nodes check their own
                              strict=not args.skip_impossible, remote_for=remote_for,
-                             session_options={"telemetry_hz": None if args.no_telemetry else 10.0})
+                             session_options={"telemetry_hz": None if args.no_telemetry else 10.0,
+                                              "partition": console_partition(args)})
         except SweepError as exc:
             return fail(_sweep_problem(exc))
 

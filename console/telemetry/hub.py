@@ -42,6 +42,11 @@ class TelemetryHub:
         return self._sampler.is_alive()
 
     @property
+    def pid(self) -> int | None:
+        """The sampler process's pid (None before start): a run moves it to the console's cores."""
+        return self._sampler.pid
+
+    @property
     def death(self) -> dict[str, Any] | None:
         """How the sampler died on its own (Sampler.death), None while it lives: a run notes what it covered."""
         return self._sampler.death

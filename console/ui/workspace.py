@@ -50,7 +50,8 @@ class Workspace:
     # ---- Public API
     def __init__(self, db_path: Path, writer: HistoryWriter | None = None, store: HistoryStore | None = None,
                  hub: TelemetryHub | None = None, worker_entry: Callable[..., None] | None = None,
-                 telemetry_hz: float | None = 10.0, startup_error: str = "", pool: Any = None):
+                 telemetry_hz: float | None = 10.0, startup_error: str = "", pool: Any = None,
+                 partition: Any = None):
         if worker_entry is None:
             from engines.worker import worker_main
 
@@ -61,6 +62,8 @@ class Workspace:
         self.telemetry_hz = telemetry_hz
         self.startup_error = startup_error
         self.pool = pool  # console.worker_pool.WorkerPool: warm workers for this window's runs (None: all cold)
+        # console.partition.Partition: the console's reserved cores while a local worker measures (None: shared)
+        self.partition = partition
         self._measuring: str | None = None
         self._lock = threading.Lock()
 
@@ -70,9 +73,16 @@ class Workspace:
         """Start idle telemetry and open the history; an unusable database gives a workspace that says why
         (`startup_error`) and has no writer, so nothing can be measured without being recorded. `warm_workers`:
         keep a spare worker ready (the app; tests and the self-test start every worker cold)."""
+        from console import partition as console_partition
         from console.history import HistoryError, HistoryStore, HistoryWriter
         from console.telemetry.hub import TelemetryHub
 
+        count, problem = console_partition.window_count()
+        partition = console_partition.plan(count)  # one reserved core unless $LABCONSOLE_CONSOLE_CORES says
+        if problem:
+            import sys
+
+            print(f"labconsole: {problem}", file=sys.stderr)
         hub = None
         if telemetry_hz:  # idle telemetry from launch, shared by every run of this window
             hub = TelemetryHub(rate_hz=telemetry_hz)
@@ -82,13 +92,13 @@ class Workspace:
             store = HistoryStore(db_path)
         except HistoryError as exc:
             return cls(db_path, hub=hub, worker_entry=worker_entry, telemetry_hz=telemetry_hz,
-                       startup_error=str(exc))
+                       startup_error=str(exc), partition=partition)
         pool = None
         if warm_workers and worker_entry is None:
             from console.worker_pool import WorkerPool
 
-            pool = WorkerPool()
-        return cls(db_path, writer, store, hub, worker_entry, telemetry_hz, pool=pool)
+            pool = WorkerPool(partition)
+        return cls(db_path, writer, store, hub, worker_entry, telemetry_hz, pool=pool, partition=partition)
 
     @property
     def usable(self) -> bool:
@@ -103,6 +113,8 @@ class Workspace:
             options["hub"] = self.hub
         if self.pool is not None:
             options["pool"] = self.pool
+        if self.partition is not None:
+            options["partition"] = self.partition
         return options
 
     @property

@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engines import cores, model_files, profiling
 from engines import inputs as model_inputs
-from engines import model_files, profiling
 from engines.backends.base import LoadedModel
 from engines.spec import RunSpec
 
@@ -130,7 +130,8 @@ def load(spec: RunSpec) -> LoadedModel:
         "providers_used": used,
         "fallback": bool(fallback),
         "graph_optimization": ort_options.graph_optimization,
-        "intra_op_threads": spec.threads if spec.threads else "default (ORT: one per physical core)",
+        "intra_op_threads": spec.threads or cores.auto_threads()[0] or "default (ORT: one per physical core)",
+        "threads_from": "asked (--threads)" if spec.threads else cores.auto_threads()[1],
         "inter_op_threads": ort_options.inter_op_threads or "default",
         "execution_mode": ort_options.execution_mode,
         "model_path": str(path),
@@ -254,7 +255,7 @@ def _session_options(spec: RunSpec, ort):
     options = ort.SessionOptions()
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, GRAPH_OPTIMIZATION[asked.graph_optimization])
     options.execution_mode = getattr(ort.ExecutionMode, EXECUTION_MODE[asked.execution_mode])
-    options.intra_op_num_threads = int(spec.threads or 0)
+    options.intra_op_num_threads = int(spec.threads or cores.auto_threads()[0] or 0)  # auto: the worker's cores
     options.inter_op_num_threads = int(asked.inter_op_threads or 0)
     options.log_severity_level = 3  # errors only: warnings would land on the CLI's stderr
     return options

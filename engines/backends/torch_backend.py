@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engines import catalog, profiling
+from engines import catalog, cores, profiling
 from engines.backends.base import LoadedModel, TokenGenerator
 from engines.spec import RunSpec
 
@@ -48,8 +48,9 @@ def load(spec: RunSpec) -> LoadedModel:
     started = time.perf_counter()
     import torch
 
-    if spec.threads:
-        torch.set_num_threads(spec.threads)
+    threads, threads_from = (spec.threads, "asked (--threads)") if spec.threads else cores.auto_threads()
+    if threads:  # engine default on a confined worker: its own cores (engines.cores.auto_threads)
+        torch.set_num_threads(threads)
     device = resolve_device(torch, spec.target)
     synchronize = _synchronizer(torch, device)
     if spec.is_file:
@@ -73,7 +74,8 @@ def load(spec: RunSpec) -> LoadedModel:
     details = prepared.details
     details.update({
         "device": str(device), "device_name": _device_name(torch, device), "precision": spec.precision,
-        "mode": spec.mode, "threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads(),
+        "mode": spec.mode, "threads": torch.get_num_threads(), "threads_from": threads_from,
+        "interop_threads": torch.get_num_interop_threads(),
         "channels_last": bool(options.channels_last), "compile": options.compile,
         "inputs": [{"name": name, "shape": list(t.shape), "dtype": _dtype_name(t.dtype)} if _is_tensor(t) else
                    {"name": name, "shape": [], "dtype": type(t).__name__}  # a TorchScript int/float argument
