@@ -180,8 +180,8 @@ def run_app_checks(checks: Checks, label: str, exe: Path, bundle_dir: Path, info
     out, err = proc.communicate(timeout=300)
     watcher.stop()
     try:
-        targets = json.loads(out)
-    except ValueError:
+        targets = json.loads(out)["targets"]  # {"schema": "labconsole.targets/1", "targets": [...]}
+    except (ValueError, KeyError, TypeError):
         targets = []
     notes = [t.get("note") for t in targets if t.get("note")]
     cpu = next((t for t in targets if t.get("id") == "cpu"), {})

@@ -46,7 +46,11 @@ def main(args: argparse.Namespace) -> int:
     if rows is None:
         return fail(f"RUN: no run {args.run!r} in the history (`labconsole history` lists them)")
     if wants_json(args):
-        emit_json(rows if args.action == "show" and not args.run else (rows[0] if rows else None))
+        if args.action == "show" and not args.run:
+            emit_json({"baselines": rows}, schema="baselines")
+        else:  # one configuration's baseline; run_id null when it has none (cleared, or never set)
+            emit_json(rows[0] if rows else dict.fromkeys(("fingerprint", "run_id", "set_at", "configuration",
+                                                          "p50_ms", "label")))
     else:
         for row in rows:
             print(f"{row['fingerprint']}  baseline {row['run_id'][:8]} (set {row['set_at'][:19]})  {row['label']}")

@@ -12,10 +12,18 @@ from console import paths
 from console.cluster import parse_on  # noqa: F401 — the commands' import point for --on
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+# `compare` and `regressions` could not judge: an unknown run, a history that cannot be read, too few
+# iterations, or runs that cannot answer --fail-on. 1 from them means only "a slow-down was found" (README).
+EXIT_UNDECIDED = 3
 
 
-def emit_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, default=str)
+def emit_json(data: Any, schema: str | None = None) -> None:
+    """Print one JSON document with its `"schema"` first (console.cli.schema). `schema` names a variant's own
+    document (`machine.nodes`); by default it is the calling command module's NAME."""
+    from console.cli.schema import stamp
+
+    name = schema or str(sys._getframe(1).f_globals.get("NAME", ""))
+    json.dump(stamp(data, name), sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
 
 
@@ -23,6 +31,12 @@ def fail(problem: str) -> int:
     """A bad option: say which and why, exit 2."""
     print(f"labconsole: error: {problem}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def undecided(problem: Any) -> int:
+    """`compare` or `regressions` cannot judge (unknown run, unusable history …): say why, exit EXIT_UNDECIDED."""
+    print(f"labconsole: cannot judge: {problem}", file=sys.stderr)
+    return EXIT_UNDECIDED
 
 
 def error(problem: Any) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fail, fmt, wants_json
+from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, fmt, undecided, wants_json
 from console.cli.numbers import number
 
 NAME = "compare"
@@ -34,14 +34,14 @@ def main(args: argparse.Namespace) -> int:
             for option, ref in (("RUN_A", args.run_a), ("RUN_B", args.run_b)):
                 run = store.get_run(ref)
                 if run is None:
-                    return fail(f"{option}: no run {ref!r} in the history (`labconsole history` lists them)")
+                    return undecided(f"{option}: no run {ref!r} in the history (`labconsole history` lists them)")
                 latency_ns = store.latencies(run["run_id"])[1]
                 if latency_ns.size < 2:
-                    return fail(f"{option}: run {run['run_id'][:8]} has {latency_ns.size} measured iterations; "
-                                 "a comparison needs at least 2 in each run")
+                    return undecided(f"{option}: run {run['run_id'][:8]} has {latency_ns.size} measured "
+                                     "iterations; a comparison needs at least 2 in each run")
                 runs.append((run, latency_ns / 1e6))
     except HistoryError as exc:
-        return error(exc)
+        return undecided(exc)
     (run_a, a_ms), (run_b, b_ms) = runs
     result = compare(a_ms, b_ms, noise=args.noise, alpha=args.alpha)
     changes = differences(run_a, run_b)

@@ -34,7 +34,7 @@ def main(args: argparse.Namespace) -> int:
 
     if not db_path(args).exists():  # nothing run yet: an empty list, and the history is not created by reading
         if wants_json(args):
-            emit_json([])
+            emit_json({"runs": []})
         else:
             print(f"no runs yet (no history at {db_path(args)})")
         return EXIT_OK
@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     rows = [_row(r) for r in runs]
     if wants_json(args):
-        emit_json(rows)
+        emit_json({"runs": rows})
     else:
         print(f"{'run':8}  {'started (UTC)':19}  {'status':11}  {'model':8} {'engine':6} {'target':7} "
               f"{'scenario':13} {'p50 ms':>8}  {'samples/s':>10}  valid")

@@ -19,7 +19,7 @@ def main(args: argparse.Namespace) -> int:
 
     models = catalog.describe()
     if wants_json(args):
-        emit_json(models)
+        emit_json({"models": models})
     else:
         for m in models:
             print(f"{m['name']:6} {m['description']}  input {m['input']}")

@@ -1,14 +1,20 @@
-"""`labconsole regressions`: step changes in every configuration's series; exit status 1 when one is found."""
+"""`labconsole regressions`: step changes in every configuration's series.
+
+Exit status for CI: 0 no slow-down, 1 a slow-down was found (only then), 3 (EXIT_UNDECIDED) the history could
+not be judged — there is none at the path, or it cannot be read; with --json the document then says
+`"judged": false` and why."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fail, fmt, wants_json
+from console.cli.common import EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED, db_path, emit_json, fail, fmt, wants_json
 from console.cli.numbers import number
 
 NAME = "regressions"
-HELP = "find step changes (slow-downs) in each configuration's series of runs; exit 1 when one is found"
+HELP = ("find step changes (slow-downs) in each configuration's series of runs; exit 1 when one is found, "
+        f"{EXIT_UNDECIDED} when the history cannot be judged")
 DESCRIPTION = ("A series is the completed, valid runs of one configuration (same model, engine, target, precision, "
                "batch, scenario, host), oldest first; each run contributes its median latency. A change point is "
                "reported when a permutation test on Mann-Whitney U over every split gives p < --alpha AND the "
@@ -30,17 +36,16 @@ def main(args: argparse.Namespace) -> int:
     if threshold is None:
         return fail(f"--threshold: a percentage or a fraction below 1 (5% or 0.05), got {args.threshold!r}")
     if not db_path(args).exists():
-        found = []
-    else:
-        try:
-            with open_reader(db_path(args)) as store:
-                found = find(store, since=args.since, threshold=threshold, alpha=args.alpha,
-                             include_improvements=args.improvements)
-        except HistoryError as exc:
-            error(exc)
-            return EXIT_FAILED
+        return _undecided(args, f"no history at {db_path(args)}: nothing to judge. Fix: run on this machine "
+                                "first, or point --db (or $LABCONSOLE_DB) at the lab's history")
+    try:
+        with open_reader(db_path(args)) as store:
+            found = find(store, since=args.since, threshold=threshold, alpha=args.alpha,
+                         include_improvements=args.improvements)
+    except HistoryError as exc:
+        return _undecided(args, str(exc))
     if wants_json(args):
-        emit_json(found)
+        emit_json({"judged": True, "threshold": threshold, "alpha": args.alpha, "findings": found})
     elif not found:
         print(f"no step change of {threshold:.0%} or more (p < {args.alpha}) in any configuration")
     for item in found if not wants_json(args) else []:
@@ -59,3 +64,12 @@ def _fraction(text: str) -> float | None:
     except ValueError:
         return None
     return value if 0 < value < 1 else None
+
+
+def _undecided(args: argparse.Namespace, why: str) -> int:
+    """Cannot judge: say why on stderr (and in the --json document), exit EXIT_UNDECIDED — never 1, which CI
+    reads as "a slow-down was found"."""
+    print(f"labconsole: cannot judge: {why}", file=sys.stderr)
+    if wants_json(args):
+        emit_json({"judged": False, "reason": why, "findings": []})
+    return EXIT_UNDECIDED

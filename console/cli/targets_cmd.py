@@ -19,7 +19,7 @@ def main(args: argparse.Namespace) -> int:
 
     targets = discover_targets(refresh=args.refresh)
     if wants_json(args):
-        emit_json(targets)
+        emit_json({"targets": targets})
     else:
         for t in targets:
             state = "available" if t["available"] else f"not available ({t['reason']})"

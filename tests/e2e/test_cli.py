@@ -64,7 +64,7 @@ def test_history_lists_the_run_newest_first(db, first_run):
     assert json.loads(second.stdout)["iterations"] == 5
     listed = labconsole("history", "--json", db=db)
     assert listed.returncode == 0, listed.stderr
-    runs = json.loads(listed.stdout)
+    runs = json.loads(listed.stdout)["runs"]
     assert [r["run_id"] for r in runs[:2]] == [second_id, first_run["run_id"]]
     assert runs[1]["latency_ms"]["p50"] == pytest.approx(first_run["latency_ms"]["p50"])
     assert {"run_id", "started_at", "status", "model", "engine", "target", "latency_ms"} <= set(runs[0])
@@ -73,16 +73,16 @@ def test_history_lists_the_run_newest_first(db, first_run):
     assert runs[0]["scenario"]["name"] == "single-stream" and runs[0]["valid"] is False  # 5 iterations: too few
     human = labconsole("history", db=db)
     assert first_run["run_id"][:8] in human.stdout
-    filtered = json.loads(labconsole("history", "--model", "resnet18", "--invalid", "--json", db=db).stdout)
+    filtered = json.loads(labconsole("history", "--model", "resnet18", "--invalid", "--json", db=db).stdout)["runs"]
     assert [r["run_id"] for r in filtered] == [second_id]
-    assert json.loads(labconsole("history", "--model", "resnet18", "--valid", "--json", db=db).stdout) == []
+    assert json.loads(labconsole("history", "--model", "resnet18", "--valid", "--json", db=db).stdout)["runs"] == []
     assert runs[0]["tags"] == [] and len(runs[0]["fingerprint"]) == 16
 
 
 def test_targets_json_lists_cpu_and_says_why_others_are_missing():
     done = labconsole("targets", "--json")
     assert done.returncode == 0, done.stderr
-    targets = json.loads(done.stdout)
+    targets = json.loads(done.stdout)["targets"]
     cpu = next(t for t in targets if t["id"] == "cpu")
     assert cpu["available"] and "torch" in cpu["engines"] and cpu["name"]
     for target in targets:
@@ -92,7 +92,7 @@ def test_targets_json_lists_cpu_and_says_why_others_are_missing():
 
 
 def test_models_json_lists_the_catalog():
-    models = json.loads(labconsole("models", "--json").stdout)
+    models = json.loads(labconsole("models", "--json").stdout)["models"]
     assert {m["name"] for m in models} >= {"mlp", "resnet18", "resnet50", "bert", "gpt"}
 
 
@@ -128,7 +128,7 @@ def test_a_file_that_is_not_sqlite_is_refused_and_left_untouched(tmp_path):
 def test_history_reads_without_creating_or_writing_the_file(tmp_path, db, first_run):
     missing = tmp_path / "none.db"
     done = labconsole("history", "--json", db=missing, timeout=60)
-    assert done.returncode == 0 and json.loads(done.stdout) == [] and not missing.exists()
+    assert done.returncode == 0 and json.loads(done.stdout)["runs"] == [] and not missing.exists()
     before = db.read_bytes()
     assert labconsole("history", "--json", db=db, timeout=60).returncode == 0
     assert db.read_bytes() == before

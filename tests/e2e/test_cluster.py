@@ -238,7 +238,7 @@ def test_machine_cards_are_measured_on_each_node_and_kept_under_its_host(lab, tm
     env = {**os.environ, "LABCONSOLE_DB": str(db)}
     done = _cli(["machine", "--cluster", lab["address"], "--quick", "--repeats", "1", "--json"], env, timeout=600)
     assert done.returncode == 0, done.stderr
-    results = json.loads(done.stdout)
+    results = json.loads(done.stdout)["nodes"]
     assert sorted(r["card"]["host"] for r in results) == ["lab-a", "lab-b"]
     with HistoryStore(db) as store:
         for result in results:

@@ -106,7 +106,7 @@ def test_import_merges_once_and_refuses_what_is_not_a_history(db, first_run, tmp
     assert hashlib.sha256(db.read_bytes()).hexdigest() == digest
     again = labconsole("import", str(db), db=lab_b)
     assert again.returncode == 0 and "nothing new" in again.stdout
-    listed = json.loads(labconsole("history", "--json", db=lab_b).stdout)
+    listed = json.loads(labconsole("history", "--json", db=lab_b).stdout)["runs"]
     assert first_run["run_id"] in {run["run_id"] for run in listed}
     text = tmp_path / "notes.txt"
     text.write_text("not a history\n")

@@ -52,7 +52,7 @@ def test_a_disk_that_fills_up_mid_run_fails_the_run_and_keeps_what_was_stored(tm
         assert run["summary"]["iterations"] == storage["stored_iterations"]
         assert run["summary"]["valid"] is False
     assert main(["history", "--json", "--db", str(db)]) == 0
-    listed = json.loads(capsys.readouterr().out)
+    listed = json.loads(capsys.readouterr().out)["runs"]
     assert [(r["run_id"], r["status"]) for r in listed] == [(report["run_id"], "interrupted")]
 
 

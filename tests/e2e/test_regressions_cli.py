@@ -69,7 +69,7 @@ def test_regressions_exit_1_when_a_step_is_found(tmp_path):
     ids = _stored_series(db, list(medians[:10]) + list(medians[10:] * 1.2))
     done = labconsole("regressions", "--json", db=db)
     assert done.returncode == 1, done.stderr
-    [item] = json.loads(done.stdout)
+    [item] = json.loads(done.stdout)["findings"]
     assert item["first_bad_run"] == ids[10] and item["last_good_run"] == ids[9]
     assert {"configuration", "before", "after", "ratio", "ci95", "p_value"} <= set(item)
     assert labconsole("regressions", "--threshold", "30%", db=db).returncode == 0

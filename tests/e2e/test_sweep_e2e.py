@@ -123,7 +123,7 @@ def test_cli_sweep_json(cli_db):
         assert isinstance(point["valid"], bool)
     assert doc["knee"]["axis"] == "batch" and doc["knee"]["value"] in (1, 2)
     assert "[1/2] b1" in done.stderr and "[2/2] b2" in done.stderr  # progress goes to stderr
-    history = json.loads(labconsole("history", "--json", db=cli_db).stdout)
+    history = json.loads(labconsole("history", "--json", db=cli_db).stdout)["runs"]
     assert {p["run_id"] for p in doc["points"]} <= {r["run_id"] for r in history}
 
 

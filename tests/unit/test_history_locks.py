@@ -64,7 +64,7 @@ def test_readers_return_while_a_writer_holds_a_write_transaction(db_path, write_
         assert sorted(r["run_id"] for r in reader.list_runs()) == sorted(write_lock_held)  # committed runs only
         assert reader.latencies(write_lock_held[0])[1].size == 50
     assert main(["history", "--json", "--db", str(db_path)]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == 2
+    assert len(json.loads(capsys.readouterr().out)["runs"]) == 2
     assert main(["compare", *write_lock_held, "--json", "--db", str(db_path)]) == 0
     assert json.loads(capsys.readouterr().out)["verdict"] == "slower"
 
