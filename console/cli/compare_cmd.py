@@ -45,9 +45,13 @@ def main(args: argparse.Namespace) -> int:
     (run_a, a_ms), (run_b, b_ms) = runs
     result = compare(a_ms, b_ms, noise=args.noise, alpha=args.alpha)
     changes = differences(run_a, run_b)
+    from console.analysis.partition_note import partition_note
+
+    partition = partition_note(run_a, run_b)  # a window run and a headless one compare alike only when equal
     same = not any(change["kind"] == "configuration" for change in changes)
     report = {"run_a": run_a["run_id"], "run_b": run_b["run_id"], "label_a": _run_label(run_a),
-              "label_b": _run_label(run_b), **result, "same_configuration": same, "differences": changes}
+              "label_b": _run_label(run_b), **result, "same_configuration": same, "differences": changes,
+              "partition": partition}
     if wants_json(args):
         emit_json(report)
     else:
@@ -56,6 +60,8 @@ def main(args: argparse.Namespace) -> int:
               f"{fmt(result['ci95'][1], 4)}]  Mann-Whitney p = {result['p_value']:.3g}")
         print(f"  verdict: {result['verdict']} — {result['explanation']}")
         _print_differences(changes, same)
+        if partition["same"] is not True:
+            print(f"  {partition['text']}")
     failing = {"slower": ("slower",), "faster": ("faster",), "different": ("slower", "faster")}
     return EXIT_FAILED if args.fail_on and result["verdict"] in failing[args.fail_on] else EXIT_OK
 

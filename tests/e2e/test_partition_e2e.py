@@ -117,3 +117,21 @@ def test_the_window_variable_turns_the_partition_off(tmp_path, monkeypatch):
         assert not workspace.partition.confined and "no partition asked" in workspace.partition.reason
     finally:
         workspace.close()
+
+
+def test_compare_says_when_two_runs_differ_in_their_partition(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "LABCONSOLE_DB"}
+    db = str(tmp_path / "h.db")
+    ids = []
+    for cores_asked in ("1", "0"):
+        done = subprocess.run([sys.executable, "-m", "console", "run", "--model", "mlp", "--duration", "0.4",
+                               "--warmup", "0.1", "--console-cores", cores_asked, "--json", "--db", db],
+                              capture_output=True, text=True, timeout=180, env=env)
+        assert done.returncode == 0, done.stderr
+        ids.append(json.loads(done.stdout)["run_id"])
+    done = subprocess.run([sys.executable, "-m", "console", "compare", *ids, "--db", db],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert "the runs differ in their core partition" in done.stdout, done.stdout + done.stderr
+    as_json = subprocess.run([sys.executable, "-m", "console", "compare", *ids, "--json", "--db", db],
+                             capture_output=True, text=True, timeout=120, env=env)
+    assert json.loads(as_json.stdout)["partition"]["same"] is False

@@ -1,0 +1,31 @@
+"""`compare` says when two runs differ in their core partition (console.analysis.partition_note)."""
+
+from console.analysis.partition_note import partition_note
+
+CONFINED = {"confined": True, "worker_cpus": [1], "console_cpus": [0],
+            "text": "worker CPUs 1, console CPUs 0 (reserved: 1 core)"}
+SHARED = {"confined": False, "worker_cpus": None, "console_cpus": None,
+          "text": "not confined (no partition asked: console cores 0, so the console shares the worker's cores)"}
+
+
+def _run(partition):
+    return {"environment": {"partition": partition} if partition is not None else {}}
+
+
+def test_the_same_partition_is_said_in_one_line():
+    note = partition_note(_run(CONFINED), _run(dict(CONFINED)))
+    assert note["same"] is True and note["text"] == "same core partition: worker CPUs 1, console CPUs 0 (reserved: 1 core)"
+
+
+def test_a_window_run_and_an_unpartitioned_headless_run_differ_and_the_fix_is_given():
+    note = partition_note(_run(CONFINED), _run(SHARED))
+    assert note["same"] is False
+    assert "A: worker CPUs 1, console CPUs 0" in note["text"] and "B: not confined" in note["text"]
+    assert "1 CPU in A and every core (shared with the console) in B" in note["text"]
+    assert "shared its cores in B" in note["text"] and "--console-cores N" in note["text"]
+
+
+def test_a_run_from_before_partitions_is_unknown_not_equal():
+    note = partition_note(_run(None), _run(CONFINED))
+    assert note["same"] is None and "not recorded for A" in note["text"] and note["a"] == "not recorded"
+    assert partition_note({"environment": None}, {})["same"] is None
