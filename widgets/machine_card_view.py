@@ -13,6 +13,7 @@ from PySide6 import QtCore, QtWidgets
 from widgets import theme
 
 NOT_AVAILABLE = "not available"
+NOISY = "interval wider than goal: machine noise"
 _HEADER_ROWS = (("device", "Device"), ("measured_at", "Measured (UTC)"), ("repeats", "Repeats"))
 
 
@@ -48,7 +49,8 @@ class MachineCardView(QtWidgets.QWidget):
     # ---- Public API
     def set_cards(self, columns: list[dict[str, Any]], rows: list[tuple[str, str]], empty_text: str = "") -> None:
         """Show `columns`, each {"title", "header": {"device", "measured_at", "repeats"}, "cells": {key: {"text",
-        "spread", "method", "reason"}}}, with `rows` as (key, label) in order; `empty_text` when there are none."""
+        "spread", "method", "reason", "noise"}}}, with `rows` as (key, label) in order; `empty_text` when there are
+        none. "noise" says why a figure's interval stayed wider than its goal (the machine's cv)."""
         self._columns, self._rows = list(columns), list(rows)
         self.empty.setText(empty_text)
         self.empty.setVisible(not columns)
@@ -83,8 +85,10 @@ class MachineCardView(QtWidgets.QWidget):
             item.setToolTip(reason or "not measured on this target")
             return item
         text = cell["text"] + (f"\n{cell['spread']}" if cell.get("spread") else "")
+        if cell.get("noise"):  # repeated to the cap and still wider than the goal: the machine's noise, said so
+            text += f"\n{NOISY}"
         item = self._item(text)
-        item.setToolTip(cell.get("method", ""))
+        item.setToolTip("\n".join(filter(None, (cell.get("method", ""), cell.get("noise", "")))))
         return item
 
     def _item(self, text: str, muted: bool = False) -> QtWidgets.QTableWidgetItem:
@@ -107,6 +111,8 @@ class MachineCardView(QtWidgets.QWidget):
         else:
             spread = f" (spread {_html(cell['spread'])})" if cell.get("spread") else ""
             note = f"<br>Note: {_html(cell['reason'])}" if cell.get("reason") else ""
+            if cell.get("noise"):
+                note += f"<br>Noise: {_html(cell['noise'])}"
             self.detail.setText(f"<b>{_html(label)}</b> on {_html(title)}: {_html(cell['text'])}{spread}<br>"
                                 f"Method: {_html(cell.get('method') or '—')}{note}")
         self.sig_cell_chosen.emit(column, key)

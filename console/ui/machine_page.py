@@ -3,6 +3,11 @@ measures this host's card for a target in a worker (about a minute) and keeps it
 
 Measuring shares the machine with nothing: it is refused while a run or a sweep measures, since each would
 disturb the other's figures.
+
+Under the cards, "What adds noise here" shows `engines.doctor`'s checks (governor, turbo, SMT, VM and steal,
+other processes, swap, thermal, power profile) with their fixes. They run on a thread (about a second of
+sampling), never while something measures, and `sig_doctor_report` hands each report to the window, whose Run page
+warns when something is badly off.
 """
 
 from __future__ import annotations
@@ -18,19 +23,35 @@ from console.machine_table import view_columns
 from console.ui.background import BackgroundCall
 from console.ui.pages import PageContext
 from console.ui.workspace import MACHINE, Busy
+from widgets.doctor_view import DoctorView
 from widgets.machine_card_view import MachineCardView
 
 EMPTY_TEXT = ("No machine card in the history yet. Choose a target and a storage directory, then press Measure "
               "(about a minute; or run `labconsole machine --refresh`).")
 
 
+DOCTOR_SAMPLE_S = 1.0
+
+
+def diagnose_machine() -> dict[str, Any]:
+    """This machine's noise check (engines.doctor; reads /proc and /sys, samples other processes for a second)."""
+    from engines.doctor import diagnose
+
+    return diagnose(sample_s=DOCTOR_SAMPLE_S)
+
+
 class MachinePage(QtWidgets.QWidget):
     sig_progress = QtCore.Signal(str)  # from the measuring thread; delivered on the GUI thread
+    sig_doctor_report = QtCore.Signal(object)  # each noise check's report (engines.doctor), on the GUI thread
 
-    def __init__(self, context: PageContext, measure_card: Callable[..., dict[str, Any]] = measure):
+    def __init__(self, context: PageContext, measure_card: Callable[..., dict[str, Any]] = measure,
+                 diagnose: Callable[[], dict[str, Any]] = diagnose_machine):
         super().__init__()
         self._context, self._workspace = context, context.workspace
         self._measure_card = measure_card
+        self._diagnose = diagnose
+        self._doctor_call: BackgroundCall | None = None
+        self.doctor_report: dict[str, Any] | None = None  # the latest noise check
         self._started = 0.0
         self._call: BackgroundCall | None = None
 
@@ -57,10 +78,25 @@ class MachinePage(QtWidgets.QWidget):
         controls.addWidget(choose)
         controls.addSpacing(12)
         controls.addWidget(self.measure_button)
+        self.doctor = DoctorView()
+        self.check_button = QtWidgets.QPushButton("Check again")
+        self.check_button.setToolTip("read what on this machine adds noise to measurements now (about a second; "
+                                     "nothing is changed)")
+        self.check_button.clicked.connect(self.check_machine)
+        noise = QtWidgets.QGroupBox("What adds noise here")
+        noise_layout = QtWidgets.QVBoxLayout(noise)
+        noise_layout.addWidget(self.doctor, 1)
+        noise_layout.addWidget(self.check_button, 0, QtCore.Qt.AlignmentFlag.AlignRight)
+        split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        split.addWidget(self.view)
+        split.addWidget(noise)
+        split.setChildrenCollapsible(False)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addLayout(controls)
         layout.addWidget(self.progress)
-        layout.addWidget(self.view, 1)
+        layout.addWidget(split, 1)
 
         self.sig_progress.connect(self._show_progress)
         self.target.addItem("cpu")  # the discovered targets are read when the page is shown: the window may
@@ -103,6 +139,29 @@ class MachinePage(QtWidgets.QWidget):
     @property
     def measuring(self) -> bool:
         return self._call is not None
+
+    def check_machine(self) -> bool:
+        """Read what adds noise on this machine, on a thread; False (with the reason shown) when it cannot now:
+        a check already under way, or something measuring (the check would read the run as noise, and its
+        sampling would cost the run CPU)."""
+        if self._doctor_call is not None:
+            return False
+        busy = self._workspace.measuring
+        if busy is not None:
+            self.doctor.set_message(f"Not checked now: a {busy} is measuring (the check would count it as noise). "
+                                    "Press Check again when it has ended.")
+            return False
+        self.check_button.setEnabled(False)
+        self.doctor.set_message("Checking what adds noise on this machine…")
+        self._doctor_call = BackgroundCall(self)
+        self._doctor_call.sig_done.connect(self._diagnosed)
+        self._doctor_call.sig_failed.connect(self._diagnosis_failed)
+        self._doctor_call.start(self._diagnose)
+        return True
+
+    @property
+    def checking(self) -> bool:
+        return self._doctor_call is not None
 
     # ---- Private API
     def showEvent(self, event) -> None:  # noqa: N802 — Qt's name
@@ -149,7 +208,25 @@ class MachinePage(QtWidgets.QWidget):
         self.measure_button.setEnabled(True)
         self.progress.setText(f"Measuring failed: {message}")
 
+    def _diagnosed(self, report: dict[str, Any]) -> None:
+        from engines.doctor import summary_line
+
+        self._doctor_call = None
+        self.check_button.setEnabled(True)
+        self.doctor_report = report
+        self.doctor.set_report(report, f"Checked at {str(report.get('measured_at', '?')).replace('T', ' ')}: "
+                                       f"{summary_line(report)}. The console changes none of these settings: each "
+                                       "fix is yours to apply (same checks: labconsole doctor).")
+        self.sig_doctor_report.emit(report)
+
+    def _diagnosis_failed(self, message: str) -> None:
+        self._doctor_call = None
+        self.check_button.setEnabled(True)
+        self.doctor.set_message(f"Checking the machine failed: {message}")
+
     def closeEvent(self, event) -> None:  # noqa: N802 — Qt's name
         if self._call is not None:
             self._call.stop()
+        if self._doctor_call is not None:
+            self._doctor_call.stop()
         super().closeEvent(event)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from console.ui.workspace import Workspace
 
 WARM_AFTER_MS = 2000  # the first spare worker is made once start-up's own work (pages, discovery) is done
+DOCTOR_AFTER_MS = 3000  # the machine's noise check (Machine page) after start-up's work and after each run
 
 
 class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
@@ -145,6 +146,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         self.run_page.sig_analyze_requested.connect(self.analyze_run)
         self.run_page.machine_card = self._machine_card
         self.run_page.sig_stop_requested.connect(self.stop_run)
+        self._attach_doctor(auto=discover_targets)
         self.sweep_page.sig_sweep_finished.connect(lambda _record: self.history_page.reload())
         self.history_page.sig_sweep_activated.connect(self.open_sweep)
         self.history_page.sig_compare_requested.connect(self.compare_runs)
@@ -532,7 +534,26 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
                 return position
         raise KeyError(f"no page called {name!r}; pages: {', '.join(i.name for i in self.page_infos)}")
 
+    def _attach_doctor(self, auto: bool) -> None:
+        """The Machine page's noise check (engines.doctor, on a thread) feeds the Run page's banner, which warns
+        before a run when something is badly off; checked after start-up and after each run (`auto`; tests that
+        build a window without background work leave it off)."""
+        machine = self.pages.get("machine")
+        if machine is None or not hasattr(machine, "sig_doctor_report"):
+            return
+        machine.sig_doctor_report.connect(self.run_page.noise_banner.set_report)
+        self.run_page.noise_banner.sig_details_requested.connect(lambda: self.show_page("machine"))
+        self._doctor_auto = auto
+        self._check_machine_later()
+
+    def _check_machine_later(self) -> None:
+        machine = self.pages.get("machine")
+        if getattr(self, "_doctor_auto", False) and machine is not None and self.workspace.usable:
+            QtCore.QTimer.singleShot(DOCTOR_AFTER_MS, machine,
+                                     lambda: self.workspace.measuring is None and machine.check_machine())
+
     def _run_finished(self, record: dict[str, Any]) -> None:
+        self._check_machine_later()
         self.history_page.reload()
         summary = record.get("summary") or {}
         p50 = (summary.get("latency_ms") or {}).get("p50")

@@ -12,6 +12,7 @@ from console.analysis.summary_markdown import run_markdown
 from console.ui.run_plots import RunPlots
 from engines import phases
 from widgets import live_plot, theme
+from widgets.doctor_view import NoiseBanner
 from widgets.formatting import format_number
 from widgets.input_editor import InputEditor
 from widgets.op_table import OpTable
@@ -34,6 +35,7 @@ class RunPage(QtWidgets.QWidget):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self.form = RunForm()
+        self.noise_banner = NoiseBanner()  # the Machine page's noise check found something badly off (non-blocking)
         self.inputs = InputEditor()
         self.progress = PhaseProgress()
         self.summary = SummaryCard()
@@ -58,6 +60,7 @@ class RunPage(QtWidgets.QWidget):
         self.profile_box.hide()
         left = QtWidgets.QWidget()
         left_layout = QtWidgets.QVBoxLayout(left)
+        left_layout.addWidget(self.noise_banner)
         left_layout.addWidget(self.form)
         left_layout.addWidget(self.inputs)
         left_layout.addWidget(self.progress)
