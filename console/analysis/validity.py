@@ -4,7 +4,9 @@
 
 - minimum duration and minimum count (LoadGen's min_duration / min_query_count);
 - stability: the measurement is cut into equal-time windows, and the last `stable_windows` medians must agree
-  within `stability_tolerance` (largest / smallest − 1);
+  within `stability_tolerance` (largest / smallest − 1) — or, given the machine's noise floor, within twice its
+  noise — and the run must not drift: console.analysis.drift tells "latency rose 40% over the run" (INVALID, rule
+  "drift") from "this machine jitters 15% between windows and the run stayed inside that" (valid);
 - percentile sufficiency: each reported percentile needs `stats.min_samples_for_percentile(q)` samples
   (LoadGen's early-stopping bound: p90 64, p99 662 at 99% confidence).
 
@@ -31,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from console.analysis import drift
 from console.analysis.stats import min_samples_for_percentile, percentile_key
 
 
@@ -100,7 +103,8 @@ class ValidityRules:
 # ---- Public API
 def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None, *,
            duration_s: float | None = None, warmup_latency_ns: Any = None, scenario: str | None = None,
-           latency_bound_ms: float | None = None, dropped: int = 0) -> dict[str, Any]:
+           latency_bound_ms: float | None = None, dropped: int = 0,
+           noise_floor: dict[str, Any] | None = None) -> dict[str, Any]:
     """Judge one run's measured iterations.
 
     latency_ns: each measured iteration's latency; t_ns: each one's start (perf_counter_ns, as the `latencies`
@@ -109,7 +113,9 @@ def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None
     warmup_latency_ns: the warm-up iterations, when recorded (reported under "warmup", never a failure).
     scenario: "server" judges the latency bound instead of stability (module docstring); any other value, or
     None, keeps the stability rule. latency_bound_ms, dropped: the server run's bound (None: not given) and the
-    queries it issued but never served (each counts as over the bound).
+    queries it issued but never served (each counts as over the bound). noise_floor: the machine's noise floor
+    (engines.machine.noise; None: not measured): stability is judged against it and tells drift from jitter
+    (console.analysis.drift); the floor used is kept under stability.noise_floor.
 
     Returns: valid, invalid_reasons [{rule, detail, fix}], stable, stability {spread, tolerance, medians_ms,
     judged}, windows [{index, start_s, end_s, count, median_ms}], percentiles {"p99": {required, have,
@@ -170,7 +176,7 @@ def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None
                 "fix": _more_iterations_fix(needed, rate)})
 
     windows = _windows(latency, starts, rules)
-    stable, stability, stability_reason = _stability(windows, n, rate, measured_s, rules)
+    stable, stability, stability_reason = _stability(windows, n, rate, measured_s, rules, noise_floor)
     stability["judged"] = not server
     if stability_reason and n and server:
         notes.append(f"stability is not judged for the server scenario (Poisson arrivals make queueing vary "
@@ -301,10 +307,11 @@ def _windows(latency: np.ndarray, starts: np.ndarray, rules: ValidityRules) -> l
 
 
 def _stability(windows: list[dict[str, Any]], n: int, rate: float | None, measured_s: float,
-               rules: ValidityRules) -> tuple[bool, dict[str, Any], dict[str, str] | None]:
+               rules: ValidityRules, noise_floor: dict[str, Any] | None = None
+               ) -> tuple[bool, dict[str, Any], dict[str, str] | None]:
     k = rules.stable_windows
     info: dict[str, Any] = {"spread": None, "tolerance": rules.stability_tolerance, "windows_compared": k,
-                            "medians_ms": []}
+                            "medians_ms": [], "noise_floor": noise_floor}
     if len(windows) < k:
         needed = k * rules.min_window_count
         return False, info, {
@@ -323,6 +330,12 @@ def _stability(windows: list[dict[str, Any]], n: int, rate: float | None, measur
                    "again"}
     spread = _spread(np.asarray(medians))
     info["spread"] = spread
+    every = [w["median_ms"] for w in windows]
+    if spread is not None and all(m is not None for m in every):  # drift vs jitter: console.analysis.drift
+        verdict = drift.judge(every, k, rules.stability_tolerance, noise_floor, spread)
+        info.update(verdict=verdict["verdict"], text=verdict["text"], noise=verdict["noise"],
+                    allowance=verdict["allowance"], trend=verdict["trend"], drift_threshold=verdict["drift_threshold"])
+        return verdict["valid"], info, drift.reason(verdict, k, every, measured_s)
     if spread is not None and spread <= rules.stability_tolerance:
         return True, info, None
     shown = ", ".join(f"{m:.4g}" for m in medians)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engines.machine import compute, devices, floors, memory
+from engines.machine import compute, devices, floors, memory, noise
 from engines.machine.caches import cache_sizes
 from engines.machine.errors import MachineError, Unavailable
 from engines.machine.repeat import GOAL, MAX_REPEATS, until_precise
@@ -40,10 +40,12 @@ class Sizes:
     storage_bytes: int
     h2d_bytes: int
     best_of: int  # batches per repeat of a kernel ceiling; the repeat keeps the fastest (see timing.py)
+    noise_windows: int = noise.CARD_WINDOWS  # the noise floor: windows of the reference kernel …
+    noise_window_s: float = noise.CARD_WINDOW_S  # … and their length (noise.py)
 
 
 FULL = Sizes({"cpu": 2048, "cuda": 8192}, 256, 0.5, 0.25, 64 * MIB, 20, 100, 256 * MIB, 256 * MIB, 3)
-QUICK = Sizes({"cpu": 256, "cuda": 1024}, 256, 0.05, 0.02, 4 * MIB, 5, 20, 4 * MIB, 8 * MIB, 1)
+QUICK = Sizes({"cpu": 256, "cuda": 1024}, 256, 0.05, 0.02, 4 * MIB, 5, 20, 4 * MIB, 8 * MIB, 1, 3, 0.02)
 # Each figure repeats (at least `repeats` times) until its median's 95% interval is within ±GOAL, for at most this
 # long (engines/machine/repeat.py); quick cards check the machinery, so their cap is short.
 FIGURE_CAP_S = {False: 10.0, True: 0.2}
@@ -70,6 +72,7 @@ def measure_card(target: str = "cpu", storage_dir: str | None = None, repeats: i
     _floors(card, device, torch, sizes)
     _storage(card, storage_dir, sizes)
     _host_to_device(card, device, torch, sizes)
+    _noise_floor(card, sizes)
     card.say("done")
     return card.data
 
@@ -85,7 +88,7 @@ class _Card:
             "host": socket.gethostname(), "measured_at": _utc_now(), "quick": quick, "repeats": repeats,
             "peak_flops": {}, "memory_bandwidth_gbs": None, "call_floor_us": {}, "llc_bytes": None, "caches": {},
             "storage_read_gbs": None, "storage": None, "h2d_gbs": None, "device_memory_bandwidth_gbs": None,
-            "spread": {}, "method": {}, "not_available": {},
+            "noise_floor": None, "spread": {}, "method": {}, "not_available": {},
             "precision": {"goal": GOAL, "level": 0.95, "cap_s": FIGURE_CAP_S[quick], "minimum_repeats": repeats}}
 
     def say(self, text: str) -> None:
@@ -229,6 +232,16 @@ def _host_to_device(card: _Card, device: devices.Device, torch: Any, sizes: Size
                      lambda m, kind=kind: (f"tensor.copy_ of {m.size // MIB} MiB from {kind} host memory to "
                                            f"{device.target}, synchronised, best of {m.best_of} batches of "
                                            f"{_calls(m.batch.calls)} per repeat"))
+
+
+def _noise_floor(card: _Card, sizes: Sizes) -> None:
+    """How much the host jitters between windows (engines.machine.noise): measured last, after the ceilings, so
+    the card's own kernels have stopped; stored whole (window medians included) so a rule comparing another number
+    of windows can recompute it."""
+    card.say(f"noise floor: {sizes.noise_windows} windows of {sizes.noise_window_s:g} s")
+    floor = noise.measure_noise(sizes.noise_windows, sizes.noise_window_s)
+    card.data["noise_floor"] = floor
+    card.data["method"]["noise_floor"] = floor["method"]
 
 
 def _calls(count: int) -> str:

@@ -1,0 +1,193 @@
+"""Tell a jittery machine from a drifting workload, from a run's window medians and the machine's noise floor.
+
+The stability rule used to ask one thing: do the medians of the last K windows agree within a tolerance (10%)?
+On a shared or virtual machine they often do not — a bare loop jitters 10–17% between 1-s windows there — so every
+run was INVALID, and a run whose latency rose steadily by 40% could still pass if its last K windows happened to
+agree. Two different questions are asked instead:
+
+1. **Drift** — did latency move over the run, beyond what its own window-to-window jitter explains? The windows of
+   the first half are compared with those of the second half (the middle one is left out when the count is odd) by
+   an exact two-sided Mann–Whitney test on the window medians, and the change is the ratio of the two halves'
+   medians. A drift needs both p ≤ ALPHA and a change larger than the tolerance and than the machine's noise.
+   Why halves and a rank test: the windows' jitter on a shared machine is neither normal nor small, so a test on
+   ranks keeps its false-alarm rate (≤ 3.2% at 5 + 5 windows) whatever the jitter's size; and both shapes of drift
+   that matter — a steady rise (throttling, a leak) and a step (a competing program, a frequency change) — put the
+   second half's windows above the first half's. A Mann–Kendall trend test is weaker against a step (a perfect step
+   at 5 + 5 windows only reaches p ≈ 0.03). The Theil–Sen slope (the median of all pairwise slopes, robust to a
+   stalled window) is reported beside it as the end-to-end trend.
+2. **Jitter** — without a drift, are the last K windows inside what this machine does anyway? They must agree within
+   max(tolerance, NOISE_MULTIPLIER × noise), where noise is the noise floor's typical spread of K consecutive
+   windows of a fixed reference kernel (engines.machine.noise): the same statistic, measured on work that cannot
+   drift. Twice the typical spread, because the run's last K windows are one draw from that distribution and a
+   single typical value would fail about half the steady runs; a larger spread than twice the machine's usual is
+   interference beyond the noise, and the run is unsteady.
+
+Verdicts: "stable" (within the tolerance, no drift), "jittery" (beyond the tolerance, inside the noise, no drift:
+valid, the noise stated with the figures), "drift" (INVALID, with the fix), "unsteady" (beyond the noise without a
+trend: INVALID). Without a noise floor the rule is the old one plus the drift test, and the result says the noise
+was not measured. Pure Python, Qt-free.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+ALPHA = 0.05  # the drift test's two-sided significance level
+NOISE_MULTIPLIER = 2.0  # the last K windows may spread this many times the machine's typical spread
+MIN_TREND_WINDOWS = 6  # fewer windows cannot show a drift (3 + 3 windows: the smallest exact p is 0.1)
+
+STABLE, JITTERY, DRIFT, UNSTEADY = "stable", "jittery", "drift", "unsteady"
+
+
+# ---- Public API
+def noise_of(floor: Mapping[str, Any] | None, k: int) -> float | None:
+    """The noise floor's typical spread of `k` consecutive windows (a fraction), None when there is no floor.
+
+    Recomputed from the floor's window medians for this `k` when they are stored (the rules may compare another
+    number of windows than the 3 the floor was summarised for), else its stored spread."""
+    if not isinstance(floor, Mapping):
+        return None
+    medians = floor.get("medians_us")
+    if isinstance(medians, Sequence) and len(medians) >= k >= 2 and all(_positive(m) for m in medians):
+        spreads = [max(medians[i:i + k]) / min(medians[i:i + k]) - 1.0 for i in range(len(medians) - k + 1)]
+        return float(statistics.median(spreads))
+    spread = floor.get("spread")
+    return float(spread) if isinstance(spread, (int, float)) and math.isfinite(spread) and spread >= 0 else None
+
+
+def trend(medians: Sequence[float]) -> dict[str, Any] | None:
+    """The drift test on window medians (module docstring): change of the second half's median against the first
+    half's, its exact two-sided Mann–Whitney p, and the Theil–Sen end-to-end change; None below MIN_TREND_WINDOWS
+    windows or with a non-positive median."""
+    values = [float(m) for m in medians]
+    n = len(values)
+    if n < MIN_TREND_WINDOWS or not all(_positive(m) for m in values):
+        return None
+    half = n // 2
+    first, second = values[:half], values[n - half:]
+    before, after = statistics.median(first), statistics.median(second)
+    slope = statistics.median((values[j] - values[i]) / (j - i) for i in range(n) for j in range(i + 1, n))
+    return {"change": after / before - 1.0, "p_value": mann_whitney_p(first, second),
+            "first_half_ms": before, "second_half_ms": after, "windows_per_half": half,
+            "theil_sen_change": slope * (n - 1) / before,
+            "method": f"window medians of the first {half} windows against the last {half}: exact two-sided "
+                      f"Mann–Whitney p, change = ratio of the halves' medians − 1; Theil–Sen slope × "
+                      f"{n - 1} windows for the end-to-end trend"}
+
+
+def judge(medians: Sequence[float], k: int, tolerance: float, floor: Mapping[str, Any] | None = None,
+          spread: float | None = None) -> dict[str, Any]:
+    """The stability verdict of a run from its window medians (all of them, in order; none missing).
+
+    k, tolerance: the rules' stable_windows and stability_tolerance; floor: the machine's noise floor (None: not
+    measured); spread: the last k windows' largest / smallest − 1 (computed when None).
+
+    Returns verdict (STABLE | JITTERY | DRIFT | UNSTEADY), valid, text (the one-line answer), spread, tolerance,
+    noise (fraction or None), allowance (max(tolerance, NOISE_MULTIPLIER × noise)), trend (see `trend`, or None),
+    drift_threshold, alpha.
+    """
+    values = [float(m) for m in medians]
+    if spread is None:
+        last = values[-k:]
+        spread = max(last) / min(last) - 1.0 if last and min(last) > 0 else math.inf
+    noise = noise_of(floor, k)
+    allowance = max(tolerance, NOISE_MULTIPLIER * noise) if noise is not None else tolerance
+    threshold = max(tolerance, noise) if noise is not None else tolerance
+    found = trend(values)
+    result = {"spread": spread, "tolerance": tolerance, "noise": noise, "allowance": allowance, "trend": found,
+              "drift_threshold": threshold, "alpha": ALPHA, "noise_multiplier": NOISE_MULTIPLIER}
+    if found is not None and found["p_value"] <= ALPHA and abs(found["change"]) > threshold:
+        direction = "rose" if found["change"] > 0 else "fell"
+        return {**result, "verdict": DRIFT, "valid": False,
+                "text": f"drift: latency {direction} {abs(found['change']):.0%} over the run"}
+    if spread <= tolerance:
+        return {**result, "verdict": STABLE, "valid": True, "text": "stable"}
+    if noise is not None and spread <= allowance:
+        return {**result, "verdict": JITTERY, "valid": True,
+                "text": f"jittery machine (noise {noise:.0%}), no drift"}
+    beyond = (f"more than {NOISE_MULTIPLIER:g}× this machine's noise ({noise:.0%})" if noise is not None
+              else "and the machine's noise was not measured")
+    return {**result, "verdict": UNSTEADY, "valid": False,
+            "text": f"unsteady: the last {k} windows differ by {spread:.0%}, {beyond}"}
+
+
+def reason(verdict: Mapping[str, Any], k: int, medians: Sequence[float], measured_s: float) -> dict[str, str] | None:
+    """The failed rule {rule, detail, fix} of an INVALID verdict from `judge`, None for a valid one."""
+    if verdict["valid"]:
+        return None
+    shown = ", ".join(f"{m:.4g}" for m in medians)
+    noise = verdict["noise"]
+    noise_text = (f"this machine's noise floor is {noise:.0%} between windows" if noise is not None
+                  else "this machine's noise floor was not measured (labconsole machine measures it)")
+    seconds = f"{math.ceil(measured_s)} s" if measured_s >= 1 else f"{measured_s:.1f} s"
+    if verdict["verdict"] == DRIFT:
+        found = verdict["trend"]
+        rose = found["change"] > 0
+        cause = ("thermal or power throttling, a competing program that started, or state that grows with each "
+                 "iteration" if rose else "warm-up had not finished")
+        fix = ("find what slowed the run half-way (labconsole doctor names busy programs and throttling), let the "
+               "machine cool or close busy programs, and run again" if rose else
+               f"raise --warmup (by about {seconds}, the length of this run) so measurement starts after latency "
+               f"settles, or use --warmup-until-stable")
+        return {"rule": "drift",
+                "detail": f"latency {'rose' if rose else 'fell'} {abs(found['change']):.0%} from the first half of "
+                          f"the run to the second ({found['first_half_ms']:.4g} → {found['second_half_ms']:.4g} ms, "
+                          f"exact Mann–Whitney p = {found['p_value']:.2g} over the window medians {shown} ms; "
+                          f"Theil–Sen trend {found['theil_sen_change']:+.0%} end to end), more than "
+                          f"{verdict['drift_threshold']:.0%}; {noise_text}: {cause}",
+                "fix": fix}
+    return {"rule": "stability",
+            "detail": f"the medians of the last {k} windows ({', '.join(f'{m:.4g}' for m in medians[-k:])} ms) "
+                      f"differ by {verdict['spread']:.0%}, more than the {verdict['allowance']:.0%} allowed "
+                      f"(the {verdict['tolerance']:.0%} tolerance, or {NOISE_MULTIPLIER:g}× the noise floor); "
+                      f"{noise_text}; no drift over the run: latency was jumping between windows (interference "
+                      f"from other programs?)",
+            "fix": f"close busy programs (labconsole doctor names them) and run again; a longer --duration (at least "
+                   f"{math.ceil(2 * measured_s)} s) gives steadier windows"}
+
+
+def mann_whitney_p(first: Sequence[float], second: Sequence[float]) -> float:
+    """Exact two-sided p of the Mann–Whitney U test (ties count a half), by the permutation distribution of U.
+
+    Exact because the samples are window counts (5 + 5 by default), where the normal approximation is poor; with
+    ties the distribution assumes none, slightly conservative for the few ties window medians can have."""
+    a, b = len(first), len(second)
+    if not a or not b:
+        raise ValueError("both halves need at least one window")
+    u = sum(1.0 if y > x else 0.5 if y == x else 0.0 for x in first for y in second)
+    low = min(u, a * b - u)
+    counts = _u_counts(a, b)
+    total = sum(counts)
+    tail = sum(counts[i] for i in range(len(counts)) if i <= low + 1e-9)
+    return min(1.0, 2.0 * tail / total)
+
+
+# ---- Private API
+@lru_cache(maxsize=64)
+def _u_counts(a: int, b: int) -> tuple[int, ...]:
+    """How many of the C(a + b, a) orderings give each U = 0 … a·b (the recursion of Mann and Whitney, 1947)."""
+    table: dict[tuple[int, int], list[int]] = {}
+
+    def counts(m: int, n: int) -> list[int]:
+        if m == 0 or n == 0:
+            return [1]
+        if (m, n) not in table:
+            # the largest value belongs to the second sample (adds m to U) or to the first (adds nothing)
+            with_second, with_first = counts(m, n - 1), counts(m - 1, n)
+            out = [0] * (m * n + 1)
+            for u, c in enumerate(with_second):
+                out[u + m] += c
+            for u, c in enumerate(with_first):
+                out[u] += c
+            table[(m, n)] = out
+        return table[(m, n)]
+
+    return tuple(counts(a, b))
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0

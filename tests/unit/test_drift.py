@@ -1,0 +1,152 @@
+"""Jitter or drift: synthetic latency sequences judged against a noise floor (console.analysis.drift through
+validity.assess), the exact Mann–Whitney p, and the reference kernel's spread statistic (engines.machine.noise)."""
+
+import numpy as np
+import pytest
+
+from console.analysis import drift
+from console.analysis.validity import assess
+from engines.machine import noise
+
+MS = 1_000_000
+SEEDS = range(40)
+
+
+def windowed(levels, seed, block_s=0.5, median_ms=1.0, sigma=0.05):
+    """Back-to-back iterations, `block_s` seconds at each level (× median_ms), lognormal within a block."""
+    rng = np.random.default_rng(seed)
+    latency = []
+    for level in levels:
+        count = int(block_s * 1e3 / (median_ms * level))
+        latency.append(rng.lognormal(np.log(median_ms * level * MS), sigma, count))
+    latency = np.concatenate(latency)
+    return latency, np.concatenate([[0.0], np.cumsum(latency)[:-1]]) + 3e12
+
+
+def jitter(seed, amplitude):
+    """Ten window levels, each independently up to ±amplitude/2 around 1: a machine that jitters, no trend."""
+    return 1.0 + amplitude * (np.random.default_rng(1000 + seed).random(10) - 0.5)
+
+
+def floor(spread):
+    return {"spread": spread, "window_s": 0.25, "quick": True}
+
+
+def rules_of(result):
+    return [reason["rule"] for reason in result["invalid_reasons"]]
+
+
+def test_jitter_only_is_valid_on_a_machine_that_jitters_that_much():
+    verdicts = []
+    for seed in SEEDS:
+        result = assess(*windowed(jitter(seed, 0.30), seed), noise_floor=floor(0.15))
+        verdicts.append(result["stability"]["verdict"])
+        if result["stability"]["verdict"] == "jittery":
+            assert result["valid"] and result["stability"]["text"] == "jittery machine (noise 15%), no drift"
+            assert result["stability"]["spread"] > 0.10 and result["stability"]["allowance"] == pytest.approx(0.30)
+    assert verdicts.count("drift") <= 2  # ranks keep false alarms near the test's level (≤ 3.2% at 5 + 5)
+    assert sum(v in ("stable", "jittery") for v in verdicts) >= 0.9 * len(verdicts)
+    assert verdicts.count("jittery") >= 10  # the old 10% rule would have failed these
+
+
+def test_the_same_jitter_without_a_noise_floor_keeps_the_plain_tolerance_and_says_so():
+    failed = [assess(*windowed(jitter(seed, 0.30), seed)) for seed in SEEDS]
+    unsteady = [r for r in failed if r["stability"]["verdict"] == "unsteady"]
+    assert unsteady, "a 30% jitter must exceed the 10% tolerance somewhere"
+    for result in unsteady:
+        assert not result["valid"] and rules_of(result) == ["stability"]
+        assert "noise floor was not measured" in result["invalid_reasons"][0]["detail"]
+        assert result["stability"]["noise"] is None and result["stability"]["noise_floor"] is None
+
+
+def test_a_steady_rise_is_a_drift_even_when_the_last_windows_agree():
+    for seed in SEEDS:
+        levels = np.linspace(1.0, 1.4, 10) * jitter(seed, 0.06)
+        result = assess(*windowed(levels, seed), noise_floor=floor(0.05))
+        assert not result["valid"] and rules_of(result) == ["drift"], seed
+        stability = result["stability"]
+        assert stability["verdict"] == "drift" and stability["text"].startswith("drift: latency rose")
+        assert stability["trend"]["theil_sen_change"] == pytest.approx(0.4, abs=0.12)
+        reason = result["invalid_reasons"][0]
+        assert "rose" in reason["detail"] and "labconsole doctor" in reason["fix"]
+
+
+def test_a_step_half_way_is_a_drift():
+    for seed in SEEDS:
+        levels = np.where(np.arange(10) < 5, 1.0, 1.2) * jitter(seed, 0.08)
+        result = assess(*windowed(levels, seed), noise_floor=floor(0.06))
+        assert rules_of(result) == ["drift"], (seed, result["stability"])
+        assert result["stability"]["trend"]["change"] == pytest.approx(0.2, abs=0.07)
+        assert result["stability"]["trend"]["p_value"] <= drift.ALPHA
+
+
+def test_a_step_smaller_than_the_tolerance_is_not_a_drift():
+    levels = np.where(np.arange(10) < 5, 1.0, 1.05)
+    result = assess(*windowed(levels, 0), noise_floor=floor(0.03))
+    assert result["valid"] and result["stability"]["verdict"] == "stable"
+    assert result["stability"]["trend"]["p_value"] <= drift.ALPHA  # significant, but within the tolerance
+
+
+def test_a_fall_is_an_unfinished_warmup():
+    levels = np.linspace(1.5, 1.0, 10)
+    result = assess(*windowed(levels, 0), noise_floor=floor(0.03))
+    assert rules_of(result) == ["drift"] and result["stability"]["text"].startswith("drift: latency fell")
+    assert "warm-up had not finished" in result["invalid_reasons"][0]["detail"]
+    assert "--warmup" in result["invalid_reasons"][0]["fix"]
+
+
+def test_jumps_beyond_twice_the_noise_are_unsteady():
+    levels = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.5, 1.0]  # one window 50% off near the end
+    result = assess(*windowed(levels, 0), noise_floor=floor(0.10))
+    assert rules_of(result) == ["stability"] and result["stability"]["verdict"] == "unsteady"
+    assert "more than 2× this machine's noise (10%)" in result["stability"]["text"]
+
+
+def test_the_floor_used_is_kept_with_the_result():
+    used = floor(0.12)
+    result = assess(*windowed([1.0] * 10, 0), noise_floor=used)
+    assert result["stability"]["noise_floor"] == used and result["stability"]["noise"] == 0.12
+
+
+def test_noise_of_recomputes_the_spread_for_the_rules_window_count():
+    medians = [100.0, 110.0, 100.0, 100.0, 100.0, 120.0]
+    stored = {"spread": 0.5, "medians_us": medians}
+    assert drift.noise_of(stored, 2) == pytest.approx(noise.spread_of(medians, 2))
+    assert drift.noise_of(stored, 3) == pytest.approx(noise.spread_of(medians, 3))
+    assert drift.noise_of({"spread": 0.07}, 3) == 0.07
+    assert drift.noise_of(None, 3) is None and drift.noise_of({"spread": None}, 3) is None
+
+
+def test_mann_whitney_exact_p():
+    assert drift.mann_whitney_p([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(2 / 252)
+    assert drift.mann_whitney_p([1, 2, 3, 4, 6], [5, 7, 8, 9, 10]) == pytest.approx(4 / 252)
+    assert drift.mann_whitney_p([1, 3, 5], [2, 4, 6]) == pytest.approx(0.7)
+    assert drift.mann_whitney_p([1.0] * 4, [1.0] * 4) == 1.0
+    with pytest.raises(ValueError, match="at least one window"):
+        drift.mann_whitney_p([], [1.0])
+
+
+def test_too_few_windows_cannot_show_a_drift():
+    assert drift.trend([1.0, 2.0, 3.0, 4.0, 5.0]) is None
+    verdict = drift.judge([1.0, 1.0, 1.3, 1.4, 1.5], 3, 0.1, floor(0.10))
+    assert verdict["trend"] is None and verdict["verdict"] == "jittery"
+
+
+def test_reference_kernel_spread_with_a_fake_clock():
+    ticks = iter(range(0, 10**12, 1000))  # every clock read advances 1 µs: each call takes 1 µs
+    result = noise.measure_noise(4, 0.001, kernel=lambda: None, clock=lambda: next(ticks))
+    assert result["windows"] == 4 and len(result["medians_us"]) == 4
+    assert result["medians_us"] == [1.0] * 4 and result["spread"] == 0.0 and result["k"] == 3
+    assert "reference kernel" in result["method"]
+    assert noise.spread_of([100, 110, 100, 130], 3) == pytest.approx(np.median([0.10, 0.30]))
+    assert noise.max_spread_of([100, 110, 100, 130], 3) == pytest.approx(0.30)
+    assert noise.spread_of([1.0, 2.0], 3) is None
+    with pytest.raises(ValueError, match="windows must be at least 3"):
+        noise.measure_noise(2, 0.1)
+    with pytest.raises(ValueError, match="window_s"):
+        noise.measure_noise(3, 0)
+
+
+def test_reference_kernel_is_deterministic():
+    once = noise.reference_kernel()
+    assert once() == once() == noise.reference_kernel()()
