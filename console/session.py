@@ -43,7 +43,7 @@ class RunSession:
     def __init__(self, spec: RunSpec, writer: HistoryWriter, listener: Listener | None = None,
                  telemetry_hz: float | None = 10.0, worker_entry: Callable[..., None] = worker_main,
                  hub: TelemetryHub | None = None, remote: Callable[..., Any] | None = None, pool: Any = None,
-                 partition: Any = None):
+                 partition: Any = None, rules: Any = None):
         """`hub`: the console's shared telemetry (the window's); without one, the session samples at
         `telemetry_hz` itself for the run's duration (the CLI), or not at all when that is None.
 
@@ -57,8 +57,16 @@ class RunSession:
 
         `partition`: a console.partition.Partition: while the run lasts the console and its sampler keep to its
         console cores and the worker gets its worker cores; the environment's `partition` records both sets (or
-        "not confined (why)"), and the summary's `console_cpu` what the console used while measuring."""
+        "not confined (why)"), and the summary's `console_cpu` what the console used while measuring.
+
+        `rules`: the validity rules the run is judged by (console.analysis.rules_file.RulesInForce; None: the
+        defaults and the data folder's rules.toml). They are stored with the run (environment.validity_rules),
+        and a run measuring until stable aims for them."""
+        from console.analysis import rules_file
+
         self.spec = spec.validate()
+        self.rules = rules if rules is not None else rules_file.in_force()
+        rules_file.aim(self.spec, self.rules.rules)
         self.run_id = uuid.uuid4().hex
         self._writer = writer
         self._listener = listener or (lambda event: None)
@@ -68,7 +76,7 @@ class RunSession:
         self._t_chunks: list[np.ndarray] = []
         self._samples: list[tuple] = []
         self._loaded: dict[str, Any] | None = None
-        self._environment: dict[str, Any] = {}
+        self._environment: dict[str, Any] = {"validity_rules": self.rules.to_dict()}
         self._phases: list[list[Any]] = []
         self._profile: dict[str, Any] | None = None  # the profile event minus its ops (analyze)
         self._ops: list[dict[str, Any]] = []
@@ -240,13 +248,13 @@ class RunSession:
         try:
             summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch, t_ns=t_ns,
                                 samples=self._samples, window_ns=self._measurement_window(), mode=self.spec.mode,
-                                scenario=self.spec.scenario)
+                                scenario=self.spec.scenario, rules=self.rules.rules)
         except Exception as exc:  # noqa: BLE001 — the run must still end and be stored, with the reason
             import traceback
 
             traceback.print_exc()
             summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch,
-                                scenario=self.spec.scenario)
+                                scenario=self.spec.scenario, rules=self.rules.rules)
             summary["notes"].insert(0, f"energy/telemetry summary failed ({type(exc).__name__}: {exc}); "
                                        "latency figures are unaffected")
         hygiene = self._environment.get("hygiene") or {}

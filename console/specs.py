@@ -20,7 +20,11 @@ from engines.options import OptionField
 from engines.spec import RunSpec, SpecError, spec_fields
 
 __all__ = ["SpecError", "build_spec", "spec_data", "flag_for", "label_for", "fields_by_path", "scenario_fields",
-           "engine_fields"]
+           "engine_fields", "form_field", "window_values", "WINDOW_DEFAULTS"]
+
+# Where the window's run form starts differently from the spec (the command line keeps the spec's defaults): a
+# run from the window measures until stable, since someone at the window wants a verdict, not a fixed duration.
+WINDOW_DEFAULTS: dict[str, Any] = {"scenario_options.until_stable": True}
 
 
 # ---- Public API
@@ -76,6 +80,27 @@ def scenario_fields(scenario: str) -> list[OptionField]:
     fields = fields_by_path()
     own = [f for f in fields.values() if scenario in f.scenarios]
     return own + [fields[path] for path in info.extra_fields if path in fields]
+
+
+def form_field(fld: OptionField) -> dict[str, Any]:
+    """One option as the run form takes it (widgets.options_form's plain dict), with the window's default."""
+    import dataclasses
+
+    data = dataclasses.asdict(fld)
+    if fld.path in WINDOW_DEFAULTS:
+        data["default"] = WINDOW_DEFAULTS[fld.path]
+    return data
+
+
+def window_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The run form's values as a spec takes them: a run of an exact number of iterations cannot be extended, so
+    the window's until-stable default (on) gives way when the form sets Iterations (`labconsole run` refuses
+    the two together, since there they are both typed)."""
+    found = dict(values)
+    if found.get("iterations"):
+        found.pop("scenario_options.until_stable", None)
+        found.pop("scenario_options.max_duration_s", None)
+    return found
 
 
 def engine_fields(engine: str) -> list[OptionField]:

@@ -71,7 +71,9 @@ class OptionsSection(QtWidgets.QGroupBox):
 def _editor(fld: dict[str, Any]) -> QtWidgets.QWidget:
     kind, optional = fld["kind"], fld.get("optional", False)
     if kind == "bool":
-        return QtWidgets.QCheckBox()
+        box = QtWidgets.QCheckBox()
+        box.setChecked(bool(fld.get("default")))  # e.g. "Measure until stable", on in the window
+        return box
     if kind == "choice":
         combo = QtWidgets.QComboBox()
         if optional:

@@ -4,7 +4,7 @@ Runs with one fingerprint form a series, the unit of regression tracking. The co
 engineer chose to measure — the model (a model file by its content hash, so a renamed copy is the same model and
 an edited one is not), its parameters and input shapes, the engine and its options, target, precision, batch,
 threads, mode, scenario and its options, and the host. It leaves out how long the run measured (duration,
-iterations, warm-up, limits, name), which change the confidence, not the quantity.
+iterations, warm-up, limits, name, measuring until stable), which change the confidence, not the quantity.
 
 Engine, driver and OS versions and the device name are left out on purpose: a series must span a framework or
 driver upgrade, because that is where regressions come from. They are the *environment*, and `differences` lists
@@ -20,6 +20,8 @@ from typing import Any
 SPEC_FIELDS = ("model", "model_params", "inputs", "input_values", "engine", "target", "precision", "batch",
                "threads", "mode", "scenario", "scenario_options")
 GENERATE_SCENARIOS = ("generate",)
+# Scenario options that say how long to measure (until stable, its cap and aim), not what is measured
+LENGTH_OPTIONS = ("until_stable", "max_duration_s", "stable_windows", "stability_tolerance", "windows_per_duration")
 
 
 # ---- Public API
@@ -29,6 +31,8 @@ def configuration(spec: dict[str, Any], environment: dict[str, Any] | None = Non
     stable id where known (labs reuse hostnames), with the hostname beside it for people."""
     spec = spec or {}
     config: dict[str, Any] = {name: spec.get(name) for name in SPEC_FIELDS}
+    if isinstance(config["scenario_options"], dict):
+        config["scenario_options"] = {k: v for k, v in config["scenario_options"].items() if k not in LENGTH_OPTIONS}
     engine = str(spec.get("engine") or "")
     config["engine_options"] = (spec.get("engine_options") or {}).get(engine)
     if spec.get("scenario") in GENERATE_SCENARIOS:

@@ -6,10 +6,12 @@ throughput, cold start, energy and telemetry — each figure saying how it was o
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
+from console.analysis import until_stable
 from console.analysis.energy import energy_summary, grid_intensity_from_env, telemetry_summary
 from console.analysis.stats import describe
 from console.analysis.validity import ValidityRules, assess
@@ -17,7 +19,7 @@ from console.analysis.validity import ValidityRules, assess
 PERCENTILES = ("p50", "p90", "p99")
 # Result fields every scenario sends; anything else a scenario adds (TTFT, achieved rate…) is its own block.
 _STANDARD_RESULT = {"v", "type", "iterations", "measured_s", "warmup_iterations", "first_inference_ms", "batch",
-                    "cancelled"}
+                    "cancelled", "until_stable"}
 
 
 def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dict[str, Any] | None,
@@ -32,7 +34,10 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
     count = int(latency_ms.size)
     measured_s = float(result["measured_s"]) if result else None
     stats = describe(latency_ms)
-    validity = assess(latency_ns, t_ns, rules or ValidityRules(), duration_s=measured_s, scenario=scenario,
+    rules = rules or ValidityRules()
+    stabilised = until_stable.block(result)  # measured until stable: judged on the windows the engine took
+    validity = assess(latency_ns, t_ns, until_stable.judging_rules(rules, stabilised), duration_s=measured_s,
+                      scenario=scenario,
                       latency_bound_ms=(result or {}).get("latency_bound_ms"),
                       dropped=int((result or {}).get("dropped") or 0)) if count else None
     summary: dict[str, Any] = {
@@ -52,9 +57,10 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
         "invalid_reasons": validity["invalid_reasons"] if validity else
         [{"rule": "min_count", "detail": "no iteration was measured", "fix": "check the run's error"}],
         "stable": bool(validity and validity["stable"]),
-        "validity": {k: validity[k] for k in ("windows", "stability", "percentiles", "latency_bound",
-                                               "rate_per_s", "required")}
+        "validity": {**{k: validity[k] for k in ("windows", "stability", "percentiles", "latency_bound",
+                                                  "rate_per_s", "required")}, "rules": dataclasses.asdict(rules)}
         if validity else None,
+        "until_stable": stabilised,
         "cold_start": _cold_start(loaded, result),
         "scenario": {k: v for k, v in (result or {}).items() if k not in _STANDARD_RESULT},
         "method": "measured: one perf_counter_ns pair per iteration in the worker; percentile intervals "
@@ -64,6 +70,8 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
     for reason in summary["invalid_reasons"]:
         summary["notes"].append(f"{reason['detail']} — {reason['fix']}")
     summary["notes"] += validity["notes"] if validity else []
+    if stabilised:
+        summary["notes"].append(f"measured until stable: {stabilised['text']}")
     # Named dims the user's --input shapes gave different sizes (engines.inputs.symbol_warnings): the engine
     # accepted them, and the run says so.
     summary["notes"] += list(((loaded or {}).get("details") or {}).get("input_warnings") or [])

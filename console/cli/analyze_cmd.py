@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write the Chrome trace here (open it in Perfetto or chrome://tracing)")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
     add_console_cores_option(parser)
+    from console.cli.rules_cmd import add_rules_option
+
+    add_rules_option(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -51,6 +54,11 @@ def main(args: argparse.Namespace) -> int:
         spec = build_spec(spec_values(args, spec_fields()))
     except SpecError as exc:
         return fail(option_problem(exc))
+    from console.cli.rules_cmd import rules_for
+
+    rules = rules_for(args)
+    if isinstance(rules, int):
+        return rules
     # The card first (measured once per host and target when none is stored), so the verdict stored with the run
     # is judged against it, as the report below is.
     card, card_note = _machine_card(spec.target, args)
@@ -59,7 +67,8 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     as_json = wants_json(args)
     session = RunSession(spec, writer, listener=None if as_json else _print_phase,
-                         telemetry_hz=None if args.no_telemetry else 10.0, partition=console_partition(args))
+                         telemetry_hz=None if args.no_telemetry else 10.0, partition=console_partition(args),
+                         rules=rules)
     previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
     try:
         session.start()

@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "--format json`) instead of spec flags")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
     add_console_cores_option(parser)
+    from console.cli.rules_cmd import add_rules_option
+
+    add_rules_option(parser)
     add_cluster_options(parser, "run on a node of this Ray lab cluster (HOST:PORT of its head) instead of here",
                         "fail when no node starts the run within S seconds (default 60)", on=True)
 
@@ -59,6 +62,11 @@ def main(args: argparse.Namespace) -> int:
             spec = build_spec(spec_values(args, spec_fields()))
         except SpecError as exc:
             return fail(option_problem(exc))
+    from console.cli.rules_cmd import rules_for
+
+    rules = rules_for(args)
+    if isinstance(rules, int):
+        return rules
     remote = None
     if args.cluster is not None or args.on or args.send_model:
         remote = _remote(args)
@@ -70,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
     as_json = wants_json(args)
     session = RunSession(spec, writer, listener=None if as_json else _print_phase,
                          telemetry_hz=None if args.no_telemetry else 10.0, remote=remote,
-                         partition=console_partition(args))
+                         partition=console_partition(args), rules=rules)
     previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
     try:
         try:

@@ -57,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the points that can run and list the others (default: refuse the sweep)")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the runs")
     add_console_cores_option(parser)
+    from console.cli.rules_cmd import add_rules_option
+
+    add_rules_option(parser)
     add_cluster_options(parser, "run the points on the nodes of this Ray lab cluster (HOST:PORT of its head); "
                                 "without --on, each on any node that has the target",
                         "a point fails when no node starts it within S seconds (default 60)", on=False)
@@ -79,6 +82,11 @@ def main(args: argparse.Namespace) -> int:
     except SpecError as exc:
         return fail(option_problem(exc))
     base.setdefault("scenario", "single-stream")
+    from console.cli.rules_cmd import rules_for
+
+    rules = rules_for(args)
+    if isinstance(rules, int):
+        return rules
     remote_for = None
     if args.cluster is not None or grid.on or args.send_model:
         remote_for = _remote_for(args)
@@ -88,13 +96,16 @@ def main(args: argparse.Namespace) -> int:
     if writer is None:
         return EXIT_FAILED
     interrupts: list[int] = []
+    from console.cli.progress import sweep_listeners
+
+    on_point, on_event, line = sweep_listeners(base, wants_json(args), _print_sweep_progress)  # live on a terminal
     try:
         try:
-            sweep = SweepRun(base, grid, writer, name=values.get("name", ""), on_point=_print_sweep_progress,
+            sweep = SweepRun(base, grid, writer, name=values.get("name", ""), on_point=on_point, on_event=on_event,
                              targets=None if remote_for else discover_targets(),  # nodes check their own
                              strict=not args.skip_impossible, remote_for=remote_for,
                              session_options={"telemetry_hz": None if args.no_telemetry else 10.0,
-                                              "partition": console_partition(args)})
+                                              "partition": console_partition(args), "rules": rules})
         except SweepError as exc:
             return fail(_sweep_problem(exc))
 
@@ -111,6 +122,7 @@ def main(args: argparse.Namespace) -> int:
         finally:
             signal.signal(signal.SIGINT, previous)
     finally:
+        line.close()
         writer.close()
     if wants_json(args):
         emit_json(report(record))

@@ -65,7 +65,7 @@ def interrupted_summary(conn: sqlite3.Connection, run_id: str) -> dict[str, Any]
     its latencies cannot be decoded: the status still changes, the error says why the run stopped)."""
     from console.analysis.summary import summarize  # the statistics live in analysis, as for a finished run
 
-    row = conn.execute("SELECT summary, batch, spec FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    row = conn.execute("SELECT summary, batch, spec, environment FROM runs WHERE run_id = ?", [run_id]).fetchone()
     if row is None or row[0] is not None:
         return None
     try:
@@ -80,7 +80,8 @@ def interrupted_summary(conn: sqlite3.Connection, run_id: str) -> dict[str, Any]
     batch = int(row[1] or spec.get("batch") or 1)
     try:
         summary = summarize(latency_ns, {"measured_s": span_s} if span_s else None, None, batch, t_ns=t_ns,
-                            mode=str(spec.get("mode") or "inference"))
+                            mode=str(spec.get("mode") or "inference"), rules=_stored_rules(row[3]),
+                            scenario=spec.get("scenario") if isinstance(spec.get("scenario"), str) else None)
     except Exception:  # noqa: BLE001 - a summary that cannot be computed must not make the history unusable
         log.exception("no summary for interrupted run %s", run_id)
         return None
@@ -99,3 +100,20 @@ def interrupted_summary(conn: sqlite3.Connection, run_id: str) -> dict[str, Any]
         "computed_at": schema.utc_now(),
     }
     return summary
+
+
+def _stored_rules(environment: str | None) -> Any:
+    """The validity rules the run stored when it started (environment.validity_rules); when it stored none (it
+    stopped before its model loaded), the rules in force now — or the defaults, when the lab's file is broken."""
+    from console.analysis import rules_file
+
+    try:
+        stored = rules_file.from_stored((json.loads(environment) or {}).get("validity_rules")) if environment else None
+    except (ValueError, AttributeError):
+        stored = None
+    if stored is not None:
+        return stored
+    try:
+        return rules_file.in_force().rules
+    except rules_file.RulesError:
+        return None

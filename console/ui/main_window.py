@@ -177,11 +177,12 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         """Validate the form and start a run; a bad field is named in a dialog, nothing is spawned."""
         if not self._free_to_run():
             return None
-        from console.specs import SpecError, build_spec, label_for
+        from console.specs import SpecError, build_spec, label_for, window_values
         from engines.spec import is_model_path
 
         values = dict(values or self.run_page.form.values())
         self.settings.save_form_values(values)
+        values = window_values(values)  # Iterations set: the until-stable default gives way
         values, remote = self._remote_choice(values)  # a `node/target` choice runs on that lab node
         inputs, input_values = self.run_page.inputs.values()
         missing = self.run_page.inputs.errors() if is_model_path(values.get("model") or "") else []
@@ -256,12 +257,16 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         return self._start_spec(spec, "re-run")
 
     def _start_spec(self, spec, what: str = "started", remote=None) -> str | None:
+        from console.analysis.rules_file import RulesError
         from console.specs import SpecError, label_for
 
         try:
             run_id = self.controller.start(spec, remote=remote)
         except SpecError as exc:
             self._show_error(f"The run was not started: {label_for(exc.field)}: {exc.detail}", "Invalid run setup")
+            return None
+        except RulesError as exc:  # the lab's rules.toml in the data folder cannot be used
+            self._show_error(f"The run was not started: the validity rules file {exc}", "Validity rules")
             return None
         except RuntimeError as exc:
             self._show_error(str(exc), "Run in progress")
@@ -285,7 +290,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         background when none is stored (console.ui.analyze_card), so the verdict stored with the run is judged
         against roofs. The run id, or None when nothing started yet (the run starts once the card is there)."""
         from console.analysis.profile_view import PROFILE_ITERATIONS
-        from console.specs import SpecError, build_spec
+        from console.specs import SpecError, build_spec, window_values
         from console.ui.workspace import MACHINE
 
         if self.run_page is None or self.controller is None:
@@ -293,7 +298,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         # a card being measured on the Machine page is waited for; anything else measuring refuses, as for a run
         if self.workspace.measuring != MACHINE and not self._free_to_run():
             return None
-        values = dict(values or self.run_page.form.values())
+        values = window_values(values or self.run_page.form.values())
         values.setdefault("profile_iterations", PROFILE_ITERATIONS)
         local, remote = self._remote_choice(values)
         try:
@@ -481,7 +486,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         import dataclasses
 
         from console.choices import engine_choices, mode_choices, precision_choices, scenario_choices
-        from console.specs import engine_fields, scenario_fields
+        from console.specs import engine_fields, form_field, scenario_fields
         from engines import backends
 
         form = self.run_page.form
@@ -496,7 +501,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
             form.set_choices("scenario", scenario_choices(values["model"]))
             scenario = form.values()["scenario"]
             form.set_option_fields(
-                scenario=[dataclasses.asdict(f) for f in scenario_fields(scenario)] if scenario else [],
+                scenario=[form_field(f) for f in scenario_fields(scenario)] if scenario else [],
                 engine=[dataclasses.asdict(f) for f in engine_fields(engine)] if engine else [])
         finally:
             self._updating_choices = False

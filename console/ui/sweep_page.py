@@ -357,7 +357,9 @@ class SweepPage(QtWidgets.QWidget):
         values = {**(self._base_values() or {}), "duration_s": float(self.duration.value()), "warmup_s": 0.5,
                   "name": self.name_edit.text().strip() or None, "iterations": None}
         if self._fields["qps"].text().strip():
-            values["scenario"] = "server"
+            values["scenario"] = "server"  # judged on its latency bound, not on stability: no until-stable
+            values.pop("scenario_options.until_stable", None)
+            values.pop("scenario_options.max_duration_s", None)
         return spec_data(values)
 
     def _show_base(self) -> None:

@@ -156,8 +156,11 @@ class Recorder:
     per-query facts a scenario needs afterwards (service time, queue wait) go in `extras`.
     """
 
-    def __init__(self, emit: Emit, keep: bool = False):
+    def __init__(self, emit: Emit, keep: bool = False,
+                 observer: Callable[[array, array], None] | None = None):
+        """`observer(t_ns, latency_ns)` sees each shipment before it is emitted (the until-stable windows)."""
         self._emit = emit
+        self._observer = observer
         self._lock = threading.Lock()
         self._t = array("q")
         self._latency = array("q")
@@ -180,6 +183,8 @@ class Recorder:
             self._t, self._latency = array("q"), array("q")
         if self._keep:
             self.kept.extend(latency)
+        if self._observer is not None:
+            self._observer(t, latency)
         self._emit(protocol.make("latencies", t_ns=t.tolist(), latency_ns=latency.tolist()))
         return len(t)
 

@@ -5,7 +5,9 @@ Every interval (1 / `scenario_options.qps`, default 20 per second = 50 ms) a que
 in one call). A query's latency is its completion − its scheduled tick, so a late start counts. A query
 still running when the next tick comes makes that tick (and any after it) a *missed interval*: nothing is
 issued for it, and the next query waits for the first tick after completion — as MLPerf's original
-multi-stream did. The run ends after `duration_s` of ticks, exactly `iterations` queries, or `max_queries`.
+multi-stream did. The run ends after `duration_s` of ticks, exactly `iterations` queries, or `max_queries`; with
+`scenario_options.until_stable`, ticks go on past `duration_s` window by window until the last windows agree,
+capped (`_stability`).
 
 Each `latencies` entry is one query of `streams` samples: `samples_per_s` in the result counts samples
 (queries × streams / measured time).
@@ -21,7 +23,8 @@ from typing import Any
 from engines import protocol
 from engines.backends.base import LoadedModel
 from engines.options import SpecError, option
-from engines.scenarios import _timing
+from engines.scenarios import _stability, _timing
+from engines.scenarios._stability import StableOptions
 from engines.scenarios.base import LoadOptions, ScenarioInfo
 from engines.spec import RunSpec
 
@@ -30,7 +33,7 @@ DEFAULT_MULTI_STREAM_QPS = 20.0  # a query every 50 ms
 
 
 @dataclass
-class MultiStreamOptions(LoadOptions):
+class MultiStreamOptions(LoadOptions, StableOptions):
     qps: float | None = option(None, flag="--qps", metavar="RATE", maximum=1_000_000, unit="queries/s",
                                label="Rate (queries/s)",
                                help=f"multi-stream: queries/s at a fixed cadence (default {DEFAULT_MULTI_STREAM_QPS:g}"
@@ -41,6 +44,7 @@ class MultiStreamOptions(LoadOptions):
 
     def check(self, spec: RunSpec) -> None:
         super().check(spec)
+        StableOptions.check(self, spec)
         streams = self.streams or DEFAULT_STREAMS
         if streams % spec.batch:
             divisors = [d for d in range(1, streams + 1) if streams % d == 0]
@@ -71,9 +75,10 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
         duration_ns = int(spec.duration_s * 1e9)
 
         emit(protocol.make("phase", phase="measuring", t_ns=clock()))
-        recorder = _timing.Recorder(emit, keep=True)
         begin = clock() + 1_000_000
-        end_ticks = begin + duration_ns
+        stability = _stability.tracker(spec, begin) if not exact else None
+        recorder = _timing.Recorder(emit, keep=True, observer=stability.add if stability is not None else None)
+        end_ticks = begin + duration_ns if stability is None else stability.deadline
         tick_index = 0
         queries = missed = 0
         last_end = begin
@@ -85,6 +90,11 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
                 if queries >= exact:
                     break
             elif tick >= end_ticks:
+                if stability is not None:  # every query of the window has been answered: decide
+                    recorder.ship()
+                    if not stability.decide():
+                        end_ticks = stability.deadline
+                        continue
                 ran_out = True
                 break
             elif limit and queries >= limit:
@@ -93,7 +103,7 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
             while now < tick and not cancelled():
                 if now >= next_flush:
                     recorder.ship()
-                    _progress(emit, queries, exact, begin, duration_ns, now)
+                    _progress(emit, queries, exact, begin, end_ticks - begin, now, stability)
                     next_flush = now + _timing.FLUSH_NS
                 time.sleep((min(tick, next_flush) - now) / 1e9)
                 now = clock()
@@ -109,11 +119,11 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
             tick_index = max(tick_index + 1, following)
             if last_end >= next_flush:
                 recorder.ship()
-                _progress(emit, queries, exact, begin, duration_ns, last_end)
+                _progress(emit, queries, exact, begin, end_ticks - begin, last_end, stability)
                 next_flush = last_end + _timing.FLUSH_NS
         recorder.ship()
     if ran_out:
-        due = (duration_ns + interval_ns - 1) // interval_ns
+        due = (end_ticks - begin + interval_ns - 1) // interval_ns
         missed = max(0, missed - max(0, tick_index - due))  # ticks past the end were never due
         measured_end = max(last_end, end_ticks)
     else:
@@ -140,9 +150,13 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
         "scenario_note": "each latency is one query of streams samples (calls_per_query calls of batch); "
                          "samples_per_s counts samples",
         **warmup.result_fields(),
+        **(stability.result_fields("max_queries" if limit and queries >= limit else "cancelled")
+           if stability is not None else {}),
     }
 
 
-def _progress(emit, queries: int, exact: int | None, begin: int, duration_ns: int, now: int) -> None:
+def _progress(emit, queries: int, exact: int | None, begin: int, duration_ns: int, now: int,
+              stability: _stability.StabilityWindows | None = None) -> None:
     fraction = queries / exact if exact else (now - begin) / duration_ns
-    _timing.progress(emit, "measuring", fraction, queries, max(0, now - begin) / 1e9)
+    extra = stability.progress_fields() if stability is not None else {}
+    _timing.progress(emit, "measuring", fraction, queries, max(0, now - begin) / 1e9, **extra)

@@ -2,7 +2,8 @@
 
 Warm-up runs for `warmup_s` (results not kept; or, with `scenario_options.warmup_until_stable`, until the
 last three 100-ms windows agree within 10%, capped — see `_timing.warm_up`), then measurement runs until
-`duration_s` or `iterations`. Each iteration is one perf_counter_ns pair written into a preallocated buffer; the
+`duration_s` or `iterations` — or, with `scenario_options.until_stable`, past `duration_s` window by window until
+the last windows agree, capped (`_stability`). Each iteration is one perf_counter_ns pair written into a preallocated buffer; the
 buffer is shipped in batches about every 100 ms, so the hot loop never builds a message per
 iteration. Cancel is checked between iterations.
 """
@@ -17,15 +18,20 @@ from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
-from engines.scenarios import _timing
+from engines.scenarios import _stability, _timing
+from engines.scenarios._stability import StableOptions
 from engines.scenarios._timing import CHUNK, FLUSH_NS
 from engines.scenarios.base import ScenarioInfo, WarmupOptions
 from engines.spec import RunSpec
 
 
 @dataclass
-class SingleStreamOptions(WarmupOptions):
-    """Single-stream takes only the warm-up options."""
+class SingleStreamOptions(WarmupOptions, StableOptions):
+    """Single-stream takes the warm-up and the until-stable options."""
+
+    def check(self, spec: RunSpec) -> None:
+        WarmupOptions.check(self, spec)
+        StableOptions.check(self, spec)
 
 
 INFO = ScenarioInfo("single-stream", "Single-stream", __name__, SingleStreamOptions,
@@ -46,7 +52,8 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
     count = 0
     filled = 0
     begin = clock()
-    deadline = begin + duration_ns
+    stability = _stability.tracker(spec, begin)
+    deadline = begin + duration_ns if stability is None else stability.deadline
     next_flush = begin + FLUSH_NS
     infer = model.infer
     while not cancelled():
@@ -63,10 +70,19 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
             done = end >= deadline
         if done or filled == CHUNK or end >= next_flush:
             _timing.ship_arrays(emit, starts, durations, filled)
+            extra = {}
+            if stability is not None:
+                stability.add(starts[:filled], durations[:filled])
+                if done and not stability.decide():  # not stable yet: one more window
+                    done, deadline = False, stability.deadline
+                extra = stability.progress_fields()
             filled = 0
-            fraction = count / limit_iterations if limit_iterations else (end - begin) / duration_ns
+            if limit_iterations:
+                fraction = count / limit_iterations
+            else:
+                fraction = (end - begin) / duration_ns if stability is None else stability.fraction(end)
             emit(protocol.make("progress", phase="measuring", fraction=min(1.0, fraction), iterations=count,
-                               elapsed_s=(end - begin) / 1e9))
+                               elapsed_s=(end - begin) / 1e9, **extra))
             next_flush = end + FLUSH_NS
         if done:
             break
@@ -80,4 +96,5 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
         "first_inference_ms": warmup.first_inference_ms,
         "batch": spec.batch,
         **warmup.result_fields(),
+        **(stability.result_fields("cancelled") if stability is not None else {}),
     }

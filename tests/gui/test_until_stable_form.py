@@ -1,0 +1,77 @@
+"""The window measures until stable by default, remembers the choice, and judges by the lab's rules file."""
+
+import pytest
+from PySide6 import QtCore, QtWidgets
+
+from console.ui.app import build_main_window
+
+PATH = "scenario_options.until_stable"
+RUN_TIMEOUT_MS = 120_000
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    win = build_main_window(tmp_path / "history.db", discover_targets=False)
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    if win.controller is not None and win.controller.busy:
+        win.controller.stop()
+        win.controller.wait(15)
+
+
+def _run(qtbot, win, **values):
+    win.run_page.form.set_values({"model": "mlp", "batch": 1, **values})
+    with qtbot.waitSignal(win.controller.sig_finished, timeout=RUN_TIMEOUT_MS) as finished:
+        qtbot.mouseClick(win.run_page.form.run_button, QtCore.Qt.MouseButton.LeftButton)
+    return finished.args[0]
+
+
+def test_the_form_measures_until_stable_by_default_and_not_for_server(window):
+    form = window.run_page.form
+    assert form.values()[PATH] is True
+    assert form.scenario_section.editor(PATH).isChecked()
+    form.set_values({"scenario": "server"})
+    assert PATH not in form.values()  # a server run is judged on its latency bound
+    form.set_values({"scenario": "single-stream"})
+    assert form.values()[PATH] is True
+
+
+def test_the_choice_is_remembered_between_launches(qtbot, tmp_path):
+    first = build_main_window(tmp_path / "h.db", discover_targets=False)
+    qtbot.addWidget(first)
+    first.run_page.form.set_values({PATH: False, "scenario_options.max_duration_s": None})
+    first.close()
+    second = build_main_window(tmp_path / "h.db", discover_targets=False)
+    qtbot.addWidget(second)
+    assert second.run_page.form.values()[PATH] is False
+
+
+def test_a_run_from_the_window_stores_its_windows_and_the_rules_it_was_judged_by(qtbot, window):
+    record = _run(qtbot, window, duration_s=0.5)
+    assert record["status"] == "completed", record["message"]
+    block = record["summary"]["until_stable"]
+    assert block["windows"] >= 10 and block["window_s"] == pytest.approx(0.05)
+    assert block["ended"] in ("stable", "cap") and block["text"]
+    assert record["summary"]["validity"]["rules"]["stability_tolerance"] == 0.1
+    assert record["environment"]["validity_rules"]["sources"]["windows"] == "default"
+    assert record["spec"]["scenario_options"]["until_stable"] is True
+    assert record["spec"]["scenario_options"]["windows_per_duration"] == 10
+
+
+def test_iterations_in_the_form_run_exactly_that_many(qtbot, window):
+    record = _run(qtbot, window, iterations=40)
+    assert record["status"] == "completed", record["message"]
+    assert record["summary"]["iterations"] == 40 and record["summary"]["until_stable"] is None
+
+
+def test_a_broken_lab_rules_file_is_a_dialog_and_no_run(window, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    lab = tmp_path / "data" / "labconsole" / "rules.toml"
+    lab.parent.mkdir(parents=True)
+    lab.write_text("stability_tolerance = 'ten percent'\n")
+    assert window.start_run({**window.run_page.form.values(), "model": "mlp"}) is None
+    dialog = window.findChild(QtWidgets.QMessageBox, "error_dialog")
+    assert dialog is not None and dialog.windowTitle() == "Validity rules"
+    assert "stability_tolerance" in dialog.text() and "from 0 to 10" in dialog.text()
+    assert not window.controller.busy
