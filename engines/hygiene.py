@@ -58,6 +58,9 @@ def collect(root: str = "/", sample_s: float = SAMPLE_S, exclude_pids: Iterable[
     `sampling` begun earlier)."""
     environ = dict(os.environ) if environ is None else environ
     cpus = cpu_count or _usable_cpus()
+    # The load average counts the whole machine (the console on its reserved cores too): judge it against the
+    # machine's CPUs, not a partitioned worker's few (console.partition).
+    machine_cpus = cpu_count or max(cpus, os.cpu_count() or 1)
     if sampling is not None:
         excluded = sampling.excluded
         found, sample_s = sampling.others()
@@ -75,8 +78,8 @@ def collect(root: str = "/", sample_s: float = SAMPLE_S, exclude_pids: Iterable[
     if other_percent > BUSY_CPU_PERCENT:
         names = ", ".join(f"{p['name']} (pid {p['pid']}) {p['cpu_percent']:.0f}%" for p in top[:3])
         reasons.append(f"other processes used {other_percent:.0f}% of a core: {names}")
-    if load is not None and load[0] > BUSY_LOAD_PER_CPU * cpus:
-        reasons.append(f"load average {load[0]:.2f} on {cpus} CPU{'s' if cpus != 1 else ''}")
+    if load is not None and load[0] > BUSY_LOAD_PER_CPU * machine_cpus:
+        reasons.append(f"load average {load[0]:.2f} on {machine_cpus} CPU{'s' if machine_cpus != 1 else ''}")
     warnings: list[str] = []
     if reasons:
         warnings.append("the machine was busy when the run started — " + "; ".join(reasons) +

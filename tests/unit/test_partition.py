@@ -176,3 +176,18 @@ def test_an_unconfined_plan_moves_nothing(monkeypatch):
     plan = partition.plan(0)
     assert partition.Hold(plan).acquire() == {} and partition.place_worker(plan, 555) is None
     assert moves.masks == {}
+
+
+def test_a_partitioned_workers_hygiene_judges_the_load_average_against_the_whole_machine(tmp_path, monkeypatch):
+    """The load average is machine-wide: a worker confined to 1 of 8 CPUs must not call a load of 2 'busy'."""
+    from engines import hygiene
+
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/loadavg").write_text("2.00 1.50 1.00 1/100 12345\n")
+    monkeypatch.setattr(hygiene, "_usable_cpus", lambda: 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    record = hygiene.collect(root=str(tmp_path), processes=lambda s, e: [], environ={})
+    assert record["cpus"] == 1 and not record["busy"]
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    busy = hygiene.collect(root=str(tmp_path), processes=lambda s, e: [], environ={})
+    assert busy["busy"] and "load average 2.00 on 2 CPUs" in busy["warning"]
