@@ -66,7 +66,10 @@ def main(args: argparse.Namespace) -> int:
     if writer is None:
         return EXIT_FAILED
     as_json = wants_json(args)
-    session = RunSession(spec, writer, listener=None if as_json else _print_phase,
+    from console.cli.progress import live_listener
+
+    listener, line = live_listener(spec, as_json, _print_phase, f"analyze {spec.model}")  # live on a terminal
+    session = RunSession(spec, writer, listener=listener,
                          telemetry_hz=None if args.no_telemetry else 10.0, partition=console_partition(args),
                          rules=rules)
     previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
@@ -74,6 +77,7 @@ def main(args: argparse.Namespace) -> int:
         session.start()
         record = session.wait()
     finally:
+        line.close()
         signal.signal(signal.SIGINT, previous)
         writer.close()
     report = _run_report(record, spec)

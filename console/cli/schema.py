@@ -40,8 +40,8 @@ SCHEMAS: dict[str, str] = {
     "rules": "labconsole.rules/1",
 }
 # Commands that take --json (from the shared options) but print no JSON document: export writes files (its
-# `--format json` file carries its own "format" and "version"), selftest prints its checks as text.
-NO_DOCUMENT = ("export", "selftest")
+# `--format json` file carries its own "format" and "version"), self-test writes result.json into --out.
+NO_DOCUMENT = ("export", "self-test")
 
 
 def stamp(document: Any, name: str) -> dict[str, Any]:
