@@ -214,9 +214,10 @@ class MachinePage(QtWidgets.QWidget):
         self._doctor_call = None
         self.check_button.setEnabled(True)
         self.doctor_report = report
-        self.doctor.set_report(report, f"Checked at {str(report.get('measured_at', '?')).replace('T', ' ').removesuffix('Z')} UTC: "
-                                       f"{summary_line(report)}. The console changes none of these settings: each "
-                                       "fix is yours to apply (same checks: labconsole doctor).")
+        when = str(report.get("measured_at", "?")).replace("T", " ").removesuffix("Z")
+        self.doctor.set_report(report, f"Checked at {when} UTC: {summary_line(report)}. The console changes none "
+                                       "of these settings: each fix is yours to apply (same checks: labconsole "
+                                       "doctor).")
         self.sig_doctor_report.emit(report)
 
     def _diagnosis_failed(self, message: str) -> None:
