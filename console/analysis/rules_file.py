@@ -179,6 +179,23 @@ def allowed(key: str) -> str:
     return "a value of the default's type"
 
 
+def describe(block: Any) -> str:
+    """Which rules judged a run, in words, from what it stored (environment.validity_rules): "the default rules",
+    or the files and the keys each set ("the defaults, with stability_tolerance from the data folder's
+    rules.toml and min_count from --rules strict.toml")."""
+    if not isinstance(block, dict) or not isinstance(block.get("sources"), dict):
+        return "the rules in force when it ran (not stored with runs this old)"
+    sources = block["sources"]
+    files = list(block.get("files") or [])
+    parts = []
+    for origin, name in ((DATA_FILE, "the data folder's rules.toml"), (OPTION, "--rules")):
+        keys = [key for key, source in sources.items() if source == origin]
+        if keys:
+            where = f"{name} {Path(files[-1]).name}" if origin == OPTION and files else name
+            parts.append(f"{', '.join(keys)} from {where}")
+    return "the default rules" if not parts else "the defaults, with " + " and ".join(parts)
+
+
 def aim(spec: Any, rules: ValidityRules) -> None:
     """A run that measures until stable aims for the rules it will be judged by: the engine stops adding windows
     when the last `stable_windows` agree within `stability_tolerance`, windows being duration / `windows` wide."""

@@ -65,6 +65,9 @@ def run_markdown(run: Mapping[str, Any]) -> str:
         lines += [f"**{escape(str(run.get('status') or 'failed')).capitalize()}:** {escape(str(problem))}", ""]
     lines += _table(summary)
     lines += [""] + _validity(summary, spec.get("scenario") if isinstance(spec.get("scenario"), str) else None)
+    stabilised = summary.get("until_stable")
+    if isinstance(stabilised, Mapping) and stabilised.get("text"):  # --until-stable: windows taken, final spread
+        lines += ["", f"**Measured until stable:** {escape(str(stabilised['text']))}"]
     baseline = _baseline(summary.get("baseline"))
     if baseline:
         lines += ["", baseline]

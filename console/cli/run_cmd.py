@@ -184,6 +184,8 @@ def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:
         "storage": summary.get("storage"),  # set when the history lacks part of the run (then status is failed)
         "partition": summary.get("partition"),  # worker and console CPUs, or not confined (why)
         "console_cpu": summary.get("console_cpu"),  # the console's own CPU while measuring
+        "until_stable": summary.get("until_stable"),  # windows taken and the spread it ended with (--until-stable)
+        "rules": (record.get("environment") or {}).get("validity_rules"),  # the rules it was judged by, and whence
     }
 
 
@@ -234,6 +236,8 @@ def _print_run(report: dict[str, Any]) -> None:
           f"in {fmt(report['duration_s'])} s")
     print(f"  model load   {fmt(report['load_s'])} s   first inference {fmt(report['first_inference_ms'])} ms")
     _print_cores(report)
+    if report.get("until_stable"):
+        print(f"  windows      {report['until_stable']['text']}")
     energy = report.get("energy")
     if energy and energy.get("joules") is not None:
         print(f"  energy       {fmt(energy['joules'])} J ({energy['method']}, {energy['scope']}), "
@@ -252,3 +256,7 @@ def _print_run(report: dict[str, Any]) -> None:
     print(f"  {'VALID' if report['valid'] else 'INVALID'}" + ("" if report["valid"] else ":"))
     for reason in report["invalid_reasons"]:
         print(f"    - {reason['detail']}. Fix: {reason['fix']}")
+    if report.get("rules"):
+        from console.analysis.rules_file import describe
+
+        print(f"  judged by    {describe(report['rules'])} (`labconsole rules show`)")

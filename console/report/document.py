@@ -127,7 +127,33 @@ def _validity(views: list[RunView]) -> list[Block]:
             blocks.append(Block("paragraph", f"Run {view.letter} is INVALID, and what to change:"))
             blocks.append(Block("table", headers=["Rule", "What happened", "Fix"],
                                 rows=[[r.get("rule", ""), r.get("detail", ""), r.get("fix", "")] for r in reasons]))
+    rules = _rules_table(views)
+    if rules is not None:
+        blocks += [Block("paragraph", "The rules each run was judged by, as it stored them (a lab sets its own in "
+                                      "rules.toml in the data folder or with --rules FILE):"), rules]
     return ([Block("heading", "Validity")] + blocks) if blocks else []
+
+
+def _rules_table(views: list[RunView]) -> Block | None:
+    """Per run: where its validity rules came from, the ones that decide most verdicts, and how long it measured
+    (until stable: the windows it took and its final spread). None when no run stored its rules."""
+    from console.analysis.rules_file import describe
+
+    rows = []
+    for view in views:
+        stored = (view.run.get("environment") or {}).get("validity_rules")
+        rules = (stored or {}).get("rules") or (view.summary.get("validity") or {}).get("rules")
+        if not isinstance(rules, dict):
+            continue
+        settings = (f"≥ {rules.get('min_duration_s')} s and ≥ {rules.get('min_count')} iterations; the last "
+                    f"{rules.get('stable_windows')} of {rules.get('windows')} windows within "
+                    f"{_number(rules.get('stability_tolerance'), '{:.0%}')}")
+        stabilised = view.summary.get("until_stable") or {}
+        measured = stabilised.get("text") or "a fixed duration"
+        rows.append([view.letter, describe(stored) if stored else "as its summary stored them", settings, measured])
+    if not rows:
+        return None
+    return Block("table", headers=["Run", "Judged by", "Rules", "Measured"], rows=rows)
 
 
 def _sweep_points(views: list[RunView]) -> Block:

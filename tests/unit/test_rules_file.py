@@ -180,3 +180,52 @@ def test_a_bad_rules_file_stops_a_command_before_it_runs(tmp_path, capsys, comma
     err = capsys.readouterr().err
     assert "windows = 1" in err and "from 2 to 10000" in err and str(bad) in err
     assert not db.exists()
+
+
+# ---- What people read: the CLI line, the Markdown summary, the report
+def test_describe_says_which_file_set_which_rule():
+    assert rules_file.describe(rules_file.RulesInForce().to_dict()) == "the default rules"
+    block = {"sources": {"min_count": "--rules", "stability_tolerance": "data folder", "windows": "default"},
+             "files": ["/lab/rules.toml", "/tmp/strict.toml"]}
+    assert rules_file.describe(block) == ("the defaults, with stability_tolerance from the data folder's rules.toml "
+                                          "and min_count from --rules strict.toml")
+    assert "not stored" in rules_file.describe(None)
+
+
+def test_the_markdown_summary_says_how_long_it_measured_until_stable():
+    from console.analysis.summary_markdown import run_markdown
+
+    latency, t = _steady(n=2600)
+    result = {"measured_s": 2.6, "until_stable": {"windows": 13, "window_s": 0.2, "stable": True, "spread": 0.04,
+                                                  "tolerance": 0.1, "compared": 3, "ended": "stable"}}
+    summary = summarize(latency, result, None, 1, t_ns=t)
+    text = run_markdown({"run_id": "ab" * 16, "status": "completed", "summary": summary,
+                         "spec": RunSpec().to_dict()})
+    assert "**Measured until stable:** stable after 13 windows (0.2 s each), spread 4%" in text
+
+
+def test_a_report_prints_the_rules_each_run_was_judged_by(tmp_path):
+    import sys
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gui"))
+    import week_history
+
+    from console.history import open_reader
+    from console.report import document, gather
+
+    rng = np.random.default_rng(5)
+    strict = rules_file.RulesInForce(ValidityRules(stability_tolerance=0.2), {"stability_tolerance": "--rules"},
+                                     ("/tmp/strict.toml",)).to_dict()
+    with HistoryStore(tmp_path / "h.db") as store:
+        run_id = week_history.store_run(store, RunSpec().to_dict(), datetime(2026, 11, 1, tzinfo=timezone.utc),
+                                        1.0, rng)
+        store.set_environment(run_id, {"validity_rules": strict})
+        store.set_summary_field(run_id, "until_stable", {"text": "stable after 12 windows (0.5 s each), spread 5%"})
+    with open_reader(tmp_path / "h.db") as reader:
+        blocks = document.build(gather(reader, [run_id]))
+    table = next(b for b in blocks if b.kind == "table" and b.headers[:2] == ["Run", "Judged by"])
+    row = table.rows[0]
+    assert row[1] == "the defaults, with stability_tolerance from --rules strict.toml"
+    assert "the last 3 of 10 windows within 20%" in row[2] and row[3].startswith("stable after 12 windows")
