@@ -23,8 +23,10 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("caches.l2", "L2 cache", "bytes"),
     ("caches.l3", "L3 cache (per instance)", "bytes"),
     ("llc_bytes", "Last-level cache, total", "bytes"),
+    ("noise_floor.spread", "Noise floor (window jitter)", "fraction"),
 )
-_METHOD_OF = {"caches": "caches", "llc_bytes": "caches"}
+_METHOD_OF = {"caches": "caches", "llc_bytes": "caches", "noise_floor": "noise_floor"}
+_NO_NOISE_FLOOR = "this card predates the noise floor: measure a new one (labconsole machine --refresh)"
 
 
 # ---- Public API
@@ -50,6 +52,8 @@ def ceiling_rows(card: dict[str, Any], keys: list[tuple[str, str, str]] | None =
         if key == "storage_read_gbs" and value is not None and card.get("storage"):
             text += f" ({card['storage'].get('state', '?')})"
             reason = card["storage"].get("reason", "")
+        if key == "noise_floor.spread":
+            text, reason = _noise_floor(card, text, reason)
         rows.append({"key": key, "label": label, "value": value, "text": text,
                      "spread": format_spread(spread, kind), "method": _method(card, key), "reason": reason,
                      "noise": ((spread or {}).get("note") or "") if value is not None else ""})
@@ -74,6 +78,8 @@ def format_value(value: float | int | None, kind: str) -> str:
         return _scaled(value, "FLOP/s", ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")))
     if kind == "gbs":
         return _scaled(value * 1e9, "B/s", ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")))
+    if kind == "fraction":
+        return f"{value * 100:.1f}%"
     if kind == "us":
         return f"{_three(value)} µs"
     if kind == "bytes":
@@ -120,6 +126,16 @@ def card_title(card: dict[str, Any]) -> str:
 
 
 # ---- Private API
+def _noise_floor(card: dict[str, Any], text: str, reason: str) -> tuple[str, str]:
+    """The noise floor's row: "7.1% (worst 12%) between 1-s windows", or why a card has none."""
+    floor = card.get("noise_floor")
+    if not isinstance(floor, dict):
+        return text, reason or _NO_NOISE_FLOOR
+    worst = floor.get("max_spread")
+    worst_text = f", worst {worst * 100:.0f}%" if isinstance(worst, (int, float)) else ""
+    return f"{text} over {floor.get('k', 3)} × {floor.get('window_s', 0):g}-s windows{worst_text}", reason
+
+
 def _reason(card: dict[str, Any], key: str) -> str:
     missing = card.get("not_available") or {}
     head = key.split(".", 1)[0]

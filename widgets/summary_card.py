@@ -369,6 +369,9 @@ class SummaryCard(QtWidgets.QFrame):
         range_tip = ""
         if _is_number(latency.get("min")) and _is_number(latency.get("max")):
             range_tip = f"range {format_number(latency['min'])} – {format_number(latency['max'])} ms"
+        noise = _stability(summary).get("noise")  # beside every latency figure and its interval: the machine's jitter
+        if _is_number(noise):
+            range_tip = "\n".join(filter(None, [range_tip, f"machine noise {noise:.0%} between windows"]))
         for spec in FIGURES:
             tip = range_tip if spec.path[0] == "latency_ms" else ""
             self._figures[spec.key].set_value(_lookup(summary, spec.path), tip)
@@ -449,6 +452,10 @@ class SummaryCard(QtWidgets.QFrame):
         failed = len(summary.get("invalid_reasons") or [])
         valid = bool(summary["valid"])
         self._verdict.setText("VALID" if valid else f"INVALID — {failed} rule{'s' * (failed != 1)} not met")
+        stability = _stability(summary)  # console.analysis.drift: stable / jittery machine (noise 15%), no drift / …
+        if valid and stability.get("text") and stability.get("verdict") != "stable":
+            self._verdict.setText(f"VALID — {stability['text']}")
+        self._verdict.setToolTip(str(stability.get("text") or ""))
         self._verdict.setStyleSheet(f"color: {theme.GOOD if valid else theme.BAD};")
         self._verdict.show()
 
@@ -508,6 +515,13 @@ class SummaryCard(QtWidgets.QFrame):
     def figure_tooltip(self, key: str) -> str:
         return self._figures[key].toolTip()
 
+    def verdict_text(self) -> str:
+        """VALID / VALID — jittery machine (noise 15%), no drift / INVALID — n rules not met; "" when hidden."""
+        return self._verdict.text() if not self._verdict.isHidden() else ""
+
+    def verdict_tooltip(self) -> str:
+        return self._verdict.toolTip()
+
     def notes_text(self) -> str:
         return self._notes.text() if self._notes.isVisibleTo(self) else ""
 
@@ -517,6 +531,12 @@ class SummaryCard(QtWidgets.QFrame):
     def cores_text(self) -> str:
         """The environment line: both core sets (or not confined, why) and the console's CPU while measuring."""
         return self._cores.text() if self._cores.isVisibleTo(self) else ""
+
+
+def _stability(summary: dict) -> dict:
+    """summary.validity.stability (the drift verdict, its text and the machine's noise), {} when absent."""
+    validity = summary.get("validity") if isinstance(summary.get("validity"), dict) else {}
+    return validity.get("stability") if isinstance(validity.get("stability"), dict) else {}
 
 
 def _is_number(value) -> bool:

@@ -1,0 +1,96 @@
+"""The noise floor for a run (console.noise): the newest of the card's and the kept quick one, only when recent;
+its row in the machine table; the stability line the CLI and Markdown print."""
+
+import socket
+import time
+
+import pytest
+
+from console import noise
+from console.analysis.stability_text import noise_text, stability_line, verdict_text
+from console.machine import store_card
+from console.machine_table import ceiling_rows
+
+NOW = 1_800_000_000.0
+
+
+def floor(spread, at, **extra):
+    return {"spread": spread, "max_spread": spread * 2, "k": 3, "window_s": 0.25, "windows": 10,
+            "medians_us": [100.0] * 10, "measured_epoch_s": at, **extra}
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "history.db"
+
+
+def test_no_history_and_no_kept_floor_is_none(db):
+    assert noise.recent("cpu", db, now=NOW) is None
+    assert noise.noise_floor_for("cpu", db, measure=False, now=NOW) is None
+
+
+def test_a_kept_quick_floor_serves_while_recent(db):
+    assert noise.keep(floor(0.07, NOW - 60), db) == db.parent / noise.CACHE_NAME
+    found = noise.recent("cpu", db, now=NOW)
+    assert found["spread"] == 0.07 and found["age_s"] == pytest.approx(60)
+    assert found["source"] == "quick measurement kept from an earlier run"
+    assert noise.recent("cpu", db, now=NOW + noise.MAX_AGE_S) is None  # too old: measure again
+    assert noise.noise_floor_for("cpu", db, measure=False, now=NOW + noise.MAX_AGE_S) is None
+    assert noise.kept_floor(db)["spread"] == 0.07  # still kept, just not recent
+
+
+def test_kept_floors_are_per_host_and_survive_a_broken_file(db):
+    db.parent.mkdir(parents=True, exist_ok=True)
+    (db.parent / noise.CACHE_NAME).write_text("{not json")
+    assert noise.kept_floor(db) is None
+    noise.keep(floor(0.05, NOW), db)
+    assert set(__import__("json").loads((db.parent / noise.CACHE_NAME).read_text())) == {socket.gethostname()}
+
+
+def test_the_newest_of_card_and_kept_floor_wins(db):
+    card = {"target": "cpu", "host": socket.gethostname(), "device_name": "test cpu", "quick": False,
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 120)),
+            "noise_floor": floor(0.04, NOW - 120, window_s=1.0)}
+    card_id = store_card(card, db)
+    found = noise.recent("cpu", db, now=NOW)
+    assert found["spread"] == 0.04 and found["source"] == f"machine card {card_id[:8]}"
+    noise.keep(floor(0.09, NOW - 30), db)  # a quick floor measured after the card
+    assert noise.recent("cpu", db, now=NOW)["spread"] == 0.09
+    noise.keep(floor(0.09, NOW - 3600), db)  # an old quick floor: the card's is newer
+    assert noise.recent("cpu", db, now=NOW)["spread"] == 0.04
+
+
+def test_describe():
+    assert "not measured" in noise.describe(None)
+    text = noise.describe({**floor(0.15, NOW), "source": "quick measurement before the run", "age_s": 150})
+    assert text == "noise floor 15% between 0.25-s windows (quick measurement before the run, 2 min ago)"
+
+
+def test_machine_table_row():
+    row = next(r for r in ceiling_rows({"noise_floor": floor(0.071, NOW, window_s=1.0),
+                                        "method": {"noise_floor": "reference kernel"}})
+               if r["key"] == "noise_floor.spread")
+    assert row["text"] == "7.1% over 3 × 1-s windows, worst 14%" and row["method"] == "reference kernel"
+    old = next(r for r in ceiling_rows({}) if r["key"] == "noise_floor.spread")
+    assert old["value"] is None and "labconsole machine --refresh" in old["reason"]
+
+
+def summary_with(stability):
+    return {"valid": True, "validity": {"stability": stability}}
+
+
+def test_stability_line_states_verdict_spread_and_noise():
+    jittery = summary_with({"verdict": "jittery", "text": "jittery machine (noise 15%), no drift", "spread": 0.22,
+                            "allowance": 0.30, "windows_compared": 3, "noise": 0.15,
+                            "noise_floor": {"window_s": 0.25, "quick": True,
+                                            "source": "quick measurement before the run"}})
+    assert verdict_text(jittery) == "jittery machine (noise 15%), no drift"
+    assert noise_text(jittery) == "machine noise 15% between windows"
+    assert stability_line(jittery) == ("jittery machine (noise 15%), no drift · last 3 windows 22% apart (allowed 30%) "
+                                       "· noise floor from 0.25-s windows of a reference kernel (quick measurement "
+                                       "before the run)")
+    unmeasured = summary_with({"verdict": "stable", "text": "stable", "spread": 0.04, "allowance": 0.10,
+                               "windows_compared": 3, "noise": None, "noise_floor": None})
+    assert stability_line(unmeasured).endswith("noise floor not measured (labconsole machine measures it)")
+    assert noise_text(unmeasured) is None
+    assert stability_line({"valid": True}) is None and stability_line(None) is None  # an older run
