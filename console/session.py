@@ -43,7 +43,8 @@ class RunSession:
     def __init__(self, spec: RunSpec, writer: HistoryWriter, listener: Listener | None = None,
                  telemetry_hz: float | None = 10.0, worker_entry: Callable[..., None] = worker_main,
                  hub: TelemetryHub | None = None, remote: Callable[..., Any] | None = None, pool: Any = None,
-                 partition: Any = None, rules: Any = None):
+                 partition: Any = None, rules: Any = None,
+                 noise_floor: dict[str, Any] | None = None):
         """`hub`: the console's shared telemetry (the window's); without one, the session samples at
         `telemetry_hz` itself for the run's duration (the CLI), or not at all when that is None.
 
@@ -86,6 +87,9 @@ class RunSession:
         self._own_hub = hub is None and bool(telemetry_hz)
         self._subscription: int | None = None
         self._remote = remote
+        # The machine's noise floor the run is judged against (console.noise; the CLI measures one before the run
+        # when none is recent); None: the recent stored one, looked up when the run ends, if any.
+        self._noise_floor = noise_floor
         self._pool = pool if remote is None else None
         self._host: dict[str, Any] | None = None  # the node's host row, for a remote run
         if remote is not None:
@@ -248,13 +252,15 @@ class RunSession:
         try:
             summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch, t_ns=t_ns,
                                 samples=self._samples, window_ns=self._measurement_window(), mode=self.spec.mode,
-                                scenario=self.spec.scenario, rules=self.rules.rules)
+                                scenario=self.spec.scenario, rules=self.rules.rules,
+                                noise_floor=self._noise_floor_used())
         except Exception as exc:  # noqa: BLE001 — the run must still end and be stored, with the reason
             import traceback
 
             traceback.print_exc()
             summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch,
-                                scenario=self.spec.scenario, rules=self.rules.rules)
+                                scenario=self.spec.scenario, rules=self.rules.rules,
+                                noise_floor=self._noise_floor_used())
             summary["notes"].insert(0, f"energy/telemetry summary failed ({type(exc).__name__}: {exc}); "
                                        "latency figures are unaffected")
         hygiene = self._environment.get("hygiene") or {}
@@ -296,6 +302,20 @@ class RunSession:
         self._emit(self._record)
         if self._pool is not None:  # nothing of this run measures any more: the next run's worker can warm up
             self._pool.prepare(self.spec.engine)
+
+    def _noise_floor_used(self) -> dict[str, Any] | None:
+        """The noise floor given, else this host's recent stored one (never measured here: the run is over and a
+        measurement now would delay its result); None for a run on a cluster node, whose noise is not this host's."""
+        if self._remote is not None:
+            return None
+        if self._noise_floor is None and getattr(self._writer, "path", None):
+            from console import noise
+
+            try:
+                self._noise_floor = noise.recent(self.spec.target, self._writer.path)
+            except Exception:  # noqa: BLE001 — no floor is judged by the plain tolerance, and says so
+                self._noise_floor = None
+        return self._noise_floor
 
     def _telemetry_death(self) -> list[str]:
         """A warning when the telemetry sampler died, with what its samples of this run cover."""

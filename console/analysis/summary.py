@@ -25,11 +25,13 @@ _STANDARD_RESULT = {"v", "type", "iterations", "measured_s", "warmup_iterations"
 def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dict[str, Any] | None,
               batch: int, t_ns: np.ndarray | None = None, samples: list[tuple] | None = None,
               window_ns: tuple[int, int] | None = None, mode: str = "inference",
-              rules: ValidityRules | None = None, scenario: str | None = None) -> dict[str, Any]:
+              rules: ValidityRules | None = None, scenario: str | None = None,
+              noise_floor: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything the summary card, the CLI's JSON and the history show about one run.
 
     `scenario` picks the validity rules (a server run is judged on its latency bound, which its `result`
-    carries, not on stability: `validity.assess`)."""
+    carries, not on stability: `validity.assess`). `noise_floor`: the machine's (console.noise), which stability is
+    judged against (console.analysis.drift)."""
     latency_ms = np.asarray(latency_ns, dtype=np.float64) / 1e6
     count = int(latency_ms.size)
     measured_s = float(result["measured_s"]) if result else None
@@ -39,7 +41,8 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
     validity = assess(latency_ns, t_ns, until_stable.judging_rules(rules, stabilised), duration_s=measured_s,
                       scenario=scenario,
                       latency_bound_ms=(result or {}).get("latency_bound_ms"),
-                      dropped=int((result or {}).get("dropped") or 0)) if count else None
+                      dropped=int((result or {}).get("dropped") or 0),
+                      noise_floor=noise_floor) if count else None
     summary: dict[str, Any] = {
         "iterations": count,
         "batch": batch,

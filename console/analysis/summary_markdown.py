@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from console import reproduce
+from console.analysis.stability_text import noise_text, stability_line
 from console.analysis.validity_text import rules_judged
 
 __all__ = ["MISSING", "escape", "run_markdown", "title_line"]
@@ -65,6 +66,11 @@ def run_markdown(run: Mapping[str, Any]) -> str:
         lines += [f"**{escape(str(run.get('status') or 'failed')).capitalize()}:** {escape(str(problem))}", ""]
     lines += _table(summary)
     lines += [""] + _validity(summary, spec.get("scenario") if isinstance(spec.get("scenario"), str) else None)
+    stability = stability_line(summary)  # stable / jittery machine (noise 15%), no drift / drift: … (and the noise)
+    if stability:
+        noise = noise_text(summary)
+        beside = f" Read every interval above with the {noise}." if noise else ""
+        lines += ["", f"**Stability:** {escape(stability)}.{beside}"]
     stabilised = summary.get("until_stable")
     if isinstance(stabilised, Mapping) and stabilised.get("text"):  # --until-stable: windows taken, final spread
         lines += ["", f"**Measured until stable:** {escape(str(stabilised['text']))}"]

@@ -76,12 +76,13 @@ def main(args: argparse.Namespace) -> int:
     if writer is None:
         return EXIT_FAILED
     as_json = wants_json(args)
+    noise_floor = _noise_floor(args, spec, remote, as_json)
     from console.cli.progress import live_listener
 
     listener, line = live_listener(spec, as_json, _print_phase, f"run {spec.model}")  # a live line on a terminal
     session = RunSession(spec, writer, listener=listener,
                          telemetry_hz=None if args.no_telemetry else 10.0, remote=remote,
-                         partition=console_partition(args), rules=rules)
+                         partition=console_partition(args), rules=rules, noise_floor=noise_floor)
     previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
     try:
         try:
@@ -186,7 +187,31 @@ def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:
         "console_cpu": summary.get("console_cpu"),  # the console's own CPU while measuring
         "until_stable": summary.get("until_stable"),  # windows taken and the spread it ended with (--until-stable)
         "rules": (record.get("environment") or {}).get("validity_rules"),  # the rules it was judged by, and whence
+        "stability": _stability(summary),  # stable, jittery (noise stated) or drift (console.analysis.drift)
     }
+
+
+def _noise_floor(args: argparse.Namespace, spec, remote: Any, as_json: bool) -> dict[str, Any] | None:
+    """This machine's noise floor for judging the run: a recent one, or a quick one measured now (about 3 s,
+    said on stderr); None for a cluster run (the node's noise is not this host's)."""
+    from console.noise import noise_floor_for
+
+    if remote is not None:
+        return None
+    say = None if as_json else (lambda text: print(f"  … {text}", file=sys.stderr, flush=True))
+    return noise_floor_for(spec.target, getattr(args, "db", None), on_progress=say)
+
+
+def _stability(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """`stability` of run --json: the verdict, its text, the spread against what was allowed, the noise and the
+    trend test; None for a run judged before the drift test existed."""
+    from console.analysis.stability_text import stability_line, stability_of
+
+    stability = stability_of(summary)
+    if not stability.get("verdict"):
+        return None
+    return {**{k: stability.get(k) for k in ("verdict", "text", "spread", "allowance", "tolerance", "noise",
+                                             "trend", "noise_floor")}, "line": stability_line(summary)}
 
 
 def _node(node: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -204,6 +229,12 @@ def _baseline(block: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     return {key: block.get(key) for key in ("run_id", "verdict", "ratio", "ci95", "p_value", "explanation",
                                             "changed")}
+
+
+def _noise_beside(report: dict[str, Any]) -> str:
+    """"   (machine noise 15% between windows)" beside the figures, when the noise floor is known."""
+    noise = (report.get("stability") or {}).get("noise")
+    return f"   (machine noise {noise:.0%} between windows)" if isinstance(noise, (int, float)) else ""
 
 
 def _print_cores(report: dict[str, Any]) -> None:
@@ -231,7 +262,7 @@ def _print_run(report: dict[str, Any]) -> None:
     if report["message"]:
         print(f"  {report['message']}")
     print(f"  latency ms   p50 {fmt(lat['p50'])}   p90 {fmt(lat['p90'])}   p99 {fmt(lat['p99'])}   "
-          f"mean {fmt(lat['mean'])}")
+          f"mean {fmt(lat['mean'])}" + _noise_beside(report))
     print(f"  throughput   {fmt(report['throughput_per_s'], 4)} samples/s over {report['iterations']} iterations "
           f"in {fmt(report['duration_s'])} s")
     print(f"  model load   {fmt(report['load_s'])} s   first inference {fmt(report['first_inference_ms'])} ms")
@@ -253,6 +284,8 @@ def _print_run(report: dict[str, Any]) -> None:
         print(f"  vs baseline  {baseline['explanation']}")
     for warning in report["warnings"]:
         print(f"  warning: {warning}")
+    if report.get("stability"):
+        print(f"  stability    {report['stability']['line']}")
     print(f"  {'VALID' if report['valid'] else 'INVALID'}" + ("" if report["valid"] else ":"))
     for reason in report["invalid_reasons"]:
         print(f"    - {reason['detail']}. Fix: {reason['fix']}")
