@@ -225,9 +225,12 @@ class MachinePage(QtWidgets.QWidget):
         self.check_button.setEnabled(True)
         self.doctor.set_message(f"Checking the machine failed: {message}")
 
+    def shutdown(self) -> None:
+        """Drop results still to come (the window is closing): a thread must not deliver to a deleted page."""
+        for call in (self._call, self._doctor_call):
+            if call is not None:
+                call.stop()
+
     def closeEvent(self, event) -> None:  # noqa: N802 — Qt's name
-        if self._call is not None:
-            self._call.stop()
-        if self._doctor_call is not None:
-            self._doctor_call.stop()
+        self.shutdown()
         super().closeEvent(event)

@@ -595,6 +595,8 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
             self.sweep_page.shutdown()
         if self._analyze_card is not None:
             self._analyze_card.shutdown()
+        if hasattr(self.pages.get("machine"), "shutdown"):
+            self.pages["machine"].shutdown()  # its card measurement or noise check still under way
         self.settings.save_window(self)
         if self.run_page is not None:
             self.settings.save_page_name(self.page_infos[self.tabs.currentIndex()].name)
