@@ -237,3 +237,11 @@ def test_bad_requests_fail_before_anything_is_measured(tmp_path):
         measure_card("cpu", repeats=0, quick=True)
     with pytest.raises(MachineError, match="supported targets"):
         measure_card("tpu", quick=True)
+
+
+def test_the_card_carries_the_machines_noise_floor(quick_card):
+    card, _, progress = quick_card
+    floor = card["noise_floor"]
+    assert floor["windows"] == 3 and floor["window_s"] == 0.02 and len(floor["medians_us"]) == 3
+    assert floor["spread"] >= 0 and floor["k"] == 3 and "reference kernel" in card["method"]["noise_floor"]
+    assert any(text.startswith("noise floor: 3 windows") for text in progress)
