@@ -97,24 +97,30 @@ def compare(a_ms: Any, b_ms: Any, noise: float = 0.02, alpha: float = 0.01, conf
     low, high = (float(v) for v in np.quantile(boot_ratio, [tail, 1 - tail]))
 
     test = block_test(groups_a, groups_b) if by_blocks else _iteration_test(a, b)
-    p_value = test["p_value"]
-    verdict = _verdict(low, high, p_value, noise, alpha)
-    mde = minimum_detectable_effect(low, high, noise, alpha, test["p_floor"], confidence)
     if by_blocks:
         interval_method = ("bootstrap percentile interval resampling whole blocks of consecutive iterations "
                            f"({len(groups_a)} for A, {len(groups_b)} for B)")
     else:
         interval_method = "bootstrap percentile interval resampling single iterations"
+    return {**judgement(ratio, low, high, test, noise, alpha, confidence), "interval_method": interval_method,
+            "blocks": [len(groups_a), len(groups_b)], "u_statistic": test["u"],
+            "n_a": int(a.size), "n_b": int(b.size), "median_a": median_a, "median_b": median_b}
+
+
+def judgement(ratio: float, low: float, high: float, test: dict[str, Any], noise: float, alpha: float,
+              confidence: float = 0.95) -> dict[str, Any]:
+    """The verdict and its words from a ratio, its interval and a test of the same units (test: p_value,
+    p_floor, label, method): ratio, ci95, confidence, p_value, p_method, p_label, p_floor, verdict, resolved,
+    headline, mde, mde_power, mde_text, noise, alpha, explanation. Shared by `compare` and the paired
+    comparison of interleaved rounds (console.analysis.interleave), so both speak alike."""
+    verdict = _verdict(low, high, test["p_value"], noise, alpha)
+    mde = minimum_detectable_effect(low, high, noise, alpha, test["p_floor"], confidence)
     resolved = resolved_text(low, high)
-    return {
-        "ratio": ratio, "ci95": [low, high], "confidence": confidence, "interval_method": interval_method,
-        "blocks": [len(groups_a), len(groups_b)], "p_value": p_value, "u_statistic": test["u"],
-        "p_method": test["method"], "p_label": test["label"], "p_floor": test["p_floor"], "verdict": verdict, "resolved": resolved,
-        "headline": _headline(verdict, ratio, resolved, noise), **mde,
-        "n_a": int(a.size), "n_b": int(b.size), "median_a": median_a, "median_b": median_b,
-        "noise": noise, "alpha": alpha,
-        "explanation": _explain(verdict, ratio, low, high, confidence, test, alpha, noise, resolved, mde),
-    }
+    return {"ratio": ratio, "ci95": [low, high], "confidence": confidence, "p_value": test["p_value"],
+            "p_method": test["method"], "p_label": test["label"], "p_floor": test["p_floor"], "verdict": verdict,
+            "resolved": resolved, "headline": _headline(verdict, ratio, resolved, noise), **mde,
+            "noise": noise, "alpha": alpha,
+            "explanation": _explain(verdict, ratio, low, high, confidence, test, alpha, noise, resolved, mde)}
 
 
 def block_test(groups_a: list[Any], groups_b: list[Any]) -> dict[str, Any]:
