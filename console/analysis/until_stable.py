@@ -35,6 +35,17 @@ def judging_rules(rules: ValidityRules, found: dict[str, Any] | None) -> Validit
         return rules
 
 
+def progress_text(stabilising: dict[str, Any]) -> str:
+    """While a run measures past its duration: "until stable: 12 windows, spread 14%, at most 20 s"."""
+    parts = [f"{stabilising.get('windows')} windows"]
+    spread = stabilising.get("spread")
+    if isinstance(spread, (int, float)) and spread != float("inf"):
+        parts.append(f"spread {spread:.0%}")
+    if isinstance(stabilising.get("cap_s"), (int, float)):
+        parts.append(f"at most {stabilising['cap_s']:g} s")
+    return "until stable: " + ", ".join(parts)
+
+
 def text(found: dict[str, Any]) -> str:
     """"stable after 11 windows (0.5 s each), spread 6%" or "not stable after the 20 s cap, spread 18%"."""
     windows = found.get("windows")

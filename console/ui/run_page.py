@@ -131,6 +131,10 @@ class RunPage(QtWidgets.QWidget):
             self.progress.set_fraction(None if event["phase"] == "loading" else 0.0)
         elif kind == "progress":
             self._pending_fraction = event["fraction"]
+            if event.get("stabilising"):  # past its duration, measuring until stable (engines.scenarios._stability)
+                from console.analysis.until_stable import progress_text
+
+                self.progress.set_phase(phases.get("measuring").title, progress_text(event["stabilising"]))
             if live_plot.quiet_rates() is None:
                 self._show_pending_fraction()
         elif kind == "loaded":

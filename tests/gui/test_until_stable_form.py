@@ -75,3 +75,11 @@ def test_a_broken_lab_rules_file_is_a_dialog_and_no_run(window, tmp_path, monkey
     assert dialog is not None and dialog.windowTitle() == "Validity rules"
     assert "stability_tolerance" in dialog.text() and "from 0 to 10" in dialog.text()
     assert not window.controller.busy
+
+
+def test_the_progress_says_it_is_measuring_until_stable(window):
+    page = window.run_page
+    page.handle({"type": "phase", "phase": "measuring", "t_ns": 0})
+    page.handle({"type": "progress", "phase": "measuring", "fraction": 0.95, "iterations": 900, "elapsed_s": 5.5,
+                 "stabilising": {"windows": 11, "spread": 0.14, "cap_s": 20.0}})
+    assert page.progress.text() == "Measuring — until stable: 11 windows, spread 14%, at most 20 s"
