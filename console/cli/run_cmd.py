@@ -172,7 +172,10 @@ def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:
         "latency_ms": {k: summary["latency_ms"][k] for k in ("p50", "p90", "p99", "mean", "min", "max", "ci95")},
         "cv": summary["cv"], "valid": summary["valid"], "invalid_reasons": summary["invalid_reasons"],
         "stable": summary["stable"], "scenario": {"name": spec.scenario, **summary["scenario"]},
-        "cold_start": summary["cold_start"], "warnings": summary.get("warnings", []),
+        "cold_start": summary["cold_start"],
+        # the machine's (hygiene) and the inputs' (a named dim given two sizes: engines.inputs.symbol_warnings)
+        "warnings": summary.get("warnings", []) + list(((record.get("environment") or {}).get("engine") or {})
+                                                       .get("input_warnings") or []),
         "hygiene": (record.get("environment") or {}).get("hygiene"),
         "energy": {k: energy.get(k) for k in ("joules", "joules_per_inference", "method", "source", "scope")}
         if energy else None,

@@ -1,6 +1,8 @@
 """Model inputs as exporters write them: "?", "" and dim_value ≤ 0 are dims of their own; a named dim the user's
 shapes give two sizes is a warning carried to the run, not a refusal (ONNX Runtime's own check decides)."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -161,3 +163,21 @@ def test_a_named_dim_the_model_ties_is_refused_by_onnx_runtime_not_by_us(tmp_pat
     run_spec(spec.to_dict(), events.append)
     errors = [e["message"] for e in events if e["type"] == "error"]
     assert errors and "must agree" not in errors[0]  # the engine's own message, not our refusal
+
+
+def test_the_command_line_prints_the_named_dim_warning_and_runs(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    from onnx import helper
+
+    from console.cli import main
+
+    path = _save(tmp_path, "pair", [("a", ["batch", "seq"]), ("b", ["batch", "seq"])],
+                 helper.make_node("Concat", ["a", "b"], ["out"], axis=1))
+    argv = ["run", "--model", str(path), "--engine", "onnxruntime", "--input", "a=1x16", "--input", "b=1x8",
+            "--iterations", "5", "--warmup", "0", "--no-telemetry", "--db", str(tmp_path / "h.db")]
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "completed"
+    assert any("dim 'seq' is 8 here but 16 in --input a" in warning for warning in report["warnings"])
+    assert main(argv) == 0
+    assert "warning: --input b: dim 'seq' is 8 here but 16" in capsys.readouterr().out
