@@ -1,13 +1,26 @@
-"""`labconsole compare A B`: is run B faster or slower than run A, beyond the noise? With what differs between
-them, and `--fail-on` for CI (exit status 1 when the verdict is the one named)."""
+"""`labconsole compare A B`: is run B faster or slower than run A, beyond the noise, equally fast, or can these
+runs not tell? With the smallest difference they could resolve, what differs between them, and `--fail-on` for
+CI (exit status 1 when the answer is yes, EXIT_UNDECIDED when the runs cannot answer). `--interleave` re-runs
+both stored specs in alternating rounds until the question is answered or a cap (console.cli.compare_rounds)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, fmt, undecided, wants_json
-from console.cli.numbers import number
+from console.cli.common import (  # EXIT_UNDECIDED (3): the runs cannot answer, or cannot be read
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNDECIDED,
+    db_path,
+    emit_json,
+    fail,
+    fmt,
+    open_writer,
+    undecided,
+    wants_json,
+)
+from console.cli.numbers import number, whole
 
 NAME = "compare"
 FAIL_ON = ("slower", "faster", "different")
@@ -17,14 +30,27 @@ HELP = "is run B faster or slower than run A?"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_a", metavar="RUN_A", help="run id or a unique prefix (≥ 4 characters)")
     parser.add_argument("run_b", metavar="RUN_B")
-    parser.add_argument("--noise", type=number(0, 1, high_open=True), default=0.02, help="ratio band treated as noise (default 0.02 = ±2%%)")
-    parser.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True), default=0.01, help="Mann-Whitney U significance (default 0.01)")
+    parser.add_argument("--noise", type=number(0, 1, high_open=True), default=0.02, help="ratio band treated as noise, and within which runs count as equally fast (default 0.02 = ±2%%)")
+    parser.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True), default=0.01, help="significance of the block test, Mann-Whitney U on block medians (default 0.01)")
     parser.add_argument("--fail-on", choices=FAIL_ON, default=None,
-                        help="exit with status 1 when B is slower / faster / either (for CI)")
+                        help=f"exit with status 1 when B is slower / faster / either beyond --noise, "
+                             f"{EXIT_UNDECIDED} when the runs cannot tell (for CI)")
+    rounds = parser.add_argument_group("interleaved rounds (when one pair of runs cannot answer)")
+    rounds.add_argument("--interleave", action="store_true",
+                        help="re-run both runs' stored specs here in alternating rounds (A B B A …), judged pair by "
+                             "pair, until the --fail-on question (or, without it, any verdict) is answered or "
+                             "--max-rounds")
+    rounds.add_argument("--max-rounds", metavar="N", type=whole(8, 1000), default=16,
+                        help="the cap: rounds a side (default 16; at least 8, the fewest pairs the paired test "
+                             "can judge at p < 0.01)")
+    rounds.add_argument("--round-duration", metavar="S", type=number(0, 3600, low_open=True, unit="s"),
+                        default=2.0, help="measured seconds per round (default 2)")
+    rounds.add_argument("--trust-code", action="store_true",
+                        help="a stored spec that trusted its model file's code runs again only with this")
 
 
 def main(args: argparse.Namespace) -> int:
-    from console.analysis.compare import compare
+    from console.analysis.compare import answer, compare
     from console.analysis.fingerprint import differences
     from console.history import HistoryError, open_reader
 
@@ -44,6 +70,13 @@ def main(args: argparse.Namespace) -> int:
         return undecided(exc)
     (run_a, a_ms), (run_b, b_ms) = runs
     result = compare(a_ms, b_ms, noise=args.noise, alpha=args.alpha)
+    result["answer"] = answer(result, args.fail_on)
+    if args.interleave:
+        judged = _interleave(args, [run_a, run_b])
+        if isinstance(judged, int):
+            return judged
+        result = {**judged, "pair": {key: result[key] for key in ("ratio", "ci95", "p_value", "verdict", "mde",
+                                                                  "explanation")}}
     changes = differences(run_a, run_b)
     from console.analysis.partition_note import partition_note
 
@@ -56,14 +89,43 @@ def main(args: argparse.Namespace) -> int:
         emit_json(report)
     else:
         print(f"A {run_a['run_id'][:8]}  {report['label_a']}\nB {run_b['run_id'][:8]}  {report['label_b']}")
+        if "pair" in result:
+            print(f"  the stored pair: {result['pair']['explanation']}\n  interleaved rounds here, "
+                  f"{result['rounds']} a side ({' '.join(result['order'][:8])}{' …' if len(result['order']) > 8 else ''}):")
         print(f"  B/A median ratio {result['ratio']:.4f}  95% CI [{fmt(result['ci95'][0], 4)}, "
-              f"{fmt(result['ci95'][1], 4)}]  Mann-Whitney p = {result['p_value']:.3g}")
+              f"{fmt(result['ci95'][1], 4)}]  {result['p_label']} = {result['p_value']:.3g}")
         print(f"  verdict: {result['verdict']} — {result['explanation']}")
+        if "decision" in result:
+            print(f"  decision: {result['decision']}")
+        elif args.fail_on and result["answer"] == "undecided":
+            print(f"  this pair cannot answer --fail-on {args.fail_on}: add --interleave to re-run both specs in "
+                  "alternating rounds until it can")
         _print_differences(changes, same)
         if partition["same"] is not True:
             print(f"  {partition['text']}")
-    failing = {"slower": ("slower",), "faster": ("faster",), "different": ("slower", "faster")}
-    return EXIT_FAILED if args.fail_on and result["verdict"] in failing[args.fail_on] else EXIT_OK
+    if not args.fail_on:
+        return EXIT_OK
+    return {"yes": EXIT_FAILED, "no": EXIT_OK}.get(result["answer"], EXIT_UNDECIDED)
+
+
+def _interleave(args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict[str, Any] | int:
+    """The comparison over interleaved rounds of both stored specs, or an exit code after saying why not."""
+    from console.analysis.interleave import interleaved
+    from console.cli.compare_rounds import RoundFailed, progress_printer, round_specs, runner
+
+    specs = round_specs(args, runs)
+    if isinstance(specs, str):
+        return fail(specs)
+    writer = open_writer(args)
+    if writer is None:
+        return EXIT_UNDECIDED  # open_writer said why: the history cannot take the rounds
+    try:
+        return interleaved(runner(specs, writer), question=args.fail_on, max_rounds=args.max_rounds,
+                           noise=args.noise, alpha=args.alpha, on_progress=progress_printer(wants_json(args)))
+    except RoundFailed as exc:
+        return undecided(f"--interleave stopped: {exc}")
+    finally:
+        writer.close()
 
 
 def _print_differences(changes: list[dict[str, Any]], same: bool) -> None:
