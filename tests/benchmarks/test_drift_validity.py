@@ -1,0 +1,118 @@
+"""Jitter is not drift, on this machine: steady `mlp` runs end VALID, runs slowed by 20% half-way are a drift.
+
+Issue 18: on a 2-core VM every steady run was INVALID under the fixed 10% stability rule, because the machine
+itself jitters 10–17% between windows. Here each run goes the product's way — a RunSession with a spawned worker,
+judged in the console against the machine's noise floor (console.noise, measured once before the first run and
+again whenever it is older than its 10 minutes) — in interleaved ABBA order (steady, drifting, drifting, steady, …)
+so that a neighbour's load weighs on both kinds alike:
+
+- steady: catalog `mlp`, 1 intra-op thread, batch 1, 1 s warm-up; goal: ≥ 90% end VALID;
+- drifting: the same spec through `bench_drift.slowed_worker_main`, a test-only worker entry that busy-waits 20% of
+  the model's median latency on every call after half the measuring phase; goal: ≥ 95% are reported as a drift
+  (an invalid reason with rule "drift").
+
+Each rate is judged by its 95% Wilson interval (bench_stats.wilson_interval) through bench_verdict: with 20 runs,
+20 of 20 gives 83.9–100%, which straddles a 90% goal — undecided, not passed: proving ≥ 90% needs about 35 clean
+runs and ≥ 95% about 75 (DRIFT_RUNS sets the count). A decided miss while other processes used more than a
+quarter of a core (bench_load) is reported undecided with how busy the machine was.
+
+Why 6-s runs (DRIFT_DURATION_S; the issue names 8 s): the rule judges the same 10 windows whatever the duration
+(0.6 s instead of 0.8 s each), and 40 runs with their worker start-up then take about 7 minutes instead of 9.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from bench_drift import SLOWDOWN, slowed_worker_main
+from bench_load import QUIET_OTHER_PERCENT, cpu_clock, other_percent
+from bench_stats import wilson_interval
+from bench_verdict import FAIL, UNDECIDED, Goal, judge
+
+from console import noise
+from console.history import HistoryWriter
+from console.session import RunSession
+from engines.spec import RunSpec
+from engines.worker import worker_main
+
+RUNS = int(os.environ.get("DRIFT_RUNS", 20))
+DURATION_S = float(os.environ.get("DRIFT_DURATION_S", 6.0))
+STEADY_GOAL = Goal.at_least(0.90, "of runs")
+DRIFT_GOAL = Goal.at_least(0.95, "of runs")
+
+
+def run_once(writer: HistoryWriter, db, slowed: bool) -> dict:
+    spec = RunSpec(model="mlp", engine="torch", duration_s=DURATION_S, warmup_s=1.0, threads=1)
+    floor = noise.noise_floor_for(spec.target, db)  # recent, or measured again (the machine's noise now)
+    session = RunSession(spec, writer, telemetry_hz=None, noise_floor=floor,
+                         worker_entry=slowed_worker_main if slowed else worker_main)
+    session.start()
+    record = session.wait(DURATION_S + 120)
+    assert record is not None and record["status"] == "completed", record and record["message"]
+    summary = record["summary"]
+    stability = (summary.get("validity") or {}).get("stability") or {}
+    return {"valid": summary["valid"], "rules": [r["rule"] for r in summary["invalid_reasons"]],
+            "verdict": stability.get("verdict"), "text": stability.get("text"), "noise": stability.get("noise"),
+            "spread": stability.get("spread"), "change": (stability.get("trend") or {}).get("change"),
+            "p": (stability.get("trend") or {}).get("p_value")}
+
+
+def test_jitter_is_valid_and_a_half_way_slowdown_is_a_drift(bench, tmp_path):
+    db = tmp_path / "history.db"
+    writer = HistoryWriter.open(db)
+    steady, drifting = [], []
+    before, started = cpu_clock(), time.perf_counter()
+    try:
+        for index in range(RUNS):
+            for slowed in ((False, True) if index % 2 == 0 else (True, False)):
+                outcome = run_once(writer, db, slowed)
+                (drifting if slowed else steady).append(outcome)
+                print(f"[drift benchmark] {'slowed' if slowed else 'steady'} {index + 1}/{RUNS}: {outcome}",
+                      flush=True)
+    finally:
+        writer.close()
+    busy = other_percent(before, cpu_clock())
+    elapsed = time.perf_counter() - started
+    valid = sum(o["valid"] for o in steady)
+    caught = sum("drift" in o["rules"] for o in drifting)
+    details = {"runs_each": RUNS, "duration_s": DURATION_S, "slowdown": SLOWDOWN, "elapsed_s": round(elapsed, 1),
+               "other_cpu_percent": round(busy, 1),
+               "steady_verdicts": _count(o["verdict"] for o in steady),
+               "drifting_verdicts": _count(o["verdict"] for o in drifting),
+               "noise_seen": sorted({round(o["noise"], 3) for o in steady + drifting if o["noise"] is not None})}
+    for name, hits, goal in (("steady mlp runs ending VALID", valid, STEADY_GOAL),
+                             (f"runs slowed {SLOWDOWN:.0%} half-way reported as a drift", caught, DRIFT_GOAL)):
+        result = judge(name, hits / RUNS, wilson_interval(hits, RUNS), goal, samples=RUNS, hits=hits, **details)
+        if result.verdict == FAIL and busy > QUIET_OTHER_PERCENT:
+            result = type(result)(name, result.value, result.interval, goal, UNDECIDED,
+                                  f"{result.reason}, but other processes used {busy:.0f}% of a core meanwhile (more "
+                                  f"than {QUIET_OTHER_PERCENT:g}%): the neighbours' load, not the rule; rerun on a "
+                                  f"quiet machine", result.samples, result.details)
+        elif result.verdict == UNDECIDED and hits / RUNS >= goal.low:  # the point meets it; too few runs to prove it
+            result = type(result)(name, result.value, result.interval, goal, UNDECIDED,
+                                  f"{result.reason.split(':')[0]}: {hits} of {RUNS} runs meet the goal, but {RUNS} "
+                                  f"runs cannot bound the rate above it (at 100% the Wilson lower bound needs about "
+                                  f"{_runs_needed(goal.low)} runs); set DRIFT_RUNS to decide", result.samples,
+                                  result.details)
+        bench.record(result)
+
+
+def _runs_needed(goal: float) -> int:
+    """The fewest runs whose 95% Wilson interval at n of n successes lies above `goal`."""
+    n = 1
+    while wilson_interval(n, n)[0] < goal:
+        n += 1
+    return n
+
+
+def _count(values) -> dict:
+    counts: dict = {}
+    for value in values:
+        counts[str(value)] = counts.get(str(value), 0) + 1
+    return counts
+
+
+if RUNS < 1:  # pragma: no cover — a misconfigured environment, said plainly
+    pytest.skip(f"DRIFT_RUNS={RUNS}: nothing to measure", allow_module_level=True)
