@@ -129,6 +129,17 @@ def test_rate_interval_is_clopper_pearson(successes, trials, expected):
     assert (round(low, 4), round(high, 4)) == expected
 
 
+def test_wilson_interval():
+    from scipy.stats import binomtest  # the reference (test-only library)
+
+    for successes, trials in ((20, 20), (18, 20), (0, 20), (5, 10), (36, 36)):
+        expected = binomtest(successes, trials).proportion_ci(0.95, method="wilson")
+        assert stats.wilson_interval(successes, trials) == pytest.approx((expected.low, expected.high), abs=1e-9)
+    assert round(stats.wilson_interval(20, 20)[0], 4) == 0.8389  # 20 of 20 cannot show a rate ≥ 90%
+    with pytest.raises(ValueError, match="not a rate"):
+        stats.wilson_interval(3, 2)
+
+
 # ---- the report
 def test_the_table_lists_every_figure_and_why_it_is_not_a_pass():
     results = [verdict.judge("fidelity mlp", 1.0, (0.99, 1.01), Goal.within(1, 0.03)),
