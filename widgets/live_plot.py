@@ -269,9 +269,9 @@ class _PeakFeed:
 
 class _TimeAnchor(pg.GraphicsObject):
     """An invisible item whose x bounds are the data's time span rounded out to a step of about 1/32 of it (a power
-    of two): the auto-ranged time axis then moves in steps, not with every frame, and between steps the axes, the
-    grid and the view transform stay as they are instead of being recomputed and repainted. With an hour on screen
-    the axis moves every 64 s; a short run's, a few times a second.
+    of two; about 1/4 while painting is quiet): the auto-ranged time axis then moves in steps, not with every frame,
+    and between steps the axes, the grid and the view transform stay as they are instead of being recomputed and
+    repainted. With an hour on screen the axis moves every 64 s; a short run's, a few times a second.
     """
 
     def __init__(self):
@@ -281,7 +281,10 @@ class _TimeAnchor(pg.GraphicsObject):
     def set_span(self, first: float | None, last: float | None) -> None:
         span: tuple[float, float] | tuple[None, None] = (None, None)
         if first is not None and last is not None and math.isfinite(first) and math.isfinite(last):
-            step = 2.0 ** math.floor(math.log2(max(last - first, 1e-3) / 32))
+            # While a run measures, steps of about a quarter of the span: the axis, and every plot linked to it,
+            # then moves (and repaints) a few times per span instead of with nearly every quiet frame.
+            divisions = 32 if _quiet is None else 4
+            step = 2.0 ** math.floor(math.log2(max(last - first, 1e-3) / divisions))
             span = (math.floor(first / step) * step, math.ceil(last / step) * step)
         if span != self._span:
             self._span = span
@@ -462,6 +465,8 @@ class _TimePlot(QtWidgets.QWidget):
         self._plot: pg.PlotItem = self._plot_widget.getPlotItem()
         theme.style_plot(self._plot, x_label="time (s)", y_label=y_axis_label)
         self._plot.showGrid(x=False, y=False)  # drawn behind the data instead, opaque: see _GridBehind
+        for name in ("left", "bottom"):  # labels carry their unit in words: no SI prefix to re-typeset (setHtml)
+            self._plot.getAxis(name).enableAutoSIPrefix(False)  # with every range change, ~1 ms an axis
         self._plot.addItem(_GridBehind(self._plot), ignoreBounds=True)
         self._anchor = _TimeAnchor()
         self._plot.addItem(self._anchor)
@@ -521,7 +526,7 @@ class _TimePlot(QtWidgets.QWidget):
         try:
             self._redraw()
             self._draw_feeds()
-            self._anchor.set_span(self._earliest_time(), self._latest_time())
+            self._update_anchor()
             # Fit the axes and move the view now, not at paint: plots linked to this time axis follow at once (they
             # decimate for the new span when they refresh next, not once before and again at paint), and the paint
             # that follows is the only one (a view moved during a paint repaints everything a second time).
@@ -548,6 +553,8 @@ class _TimePlot(QtWidgets.QWidget):
             pen=pg.mkPen(theme.qcolor(color, 140), width=1),
         )
         region.setZValue(-10)
+        # Outside the auto-range: an open band follows the newest data, and as a bound it would move the time axis
+        # (and repaint every linked plot) with each frame; the anchor takes the bands' spans in steps instead.
         if label:
             # Alternate heights so the names of short neighbouring phases do not overlap.
             position = 0.97 if len(self._bands) % 2 == 0 else 0.89
@@ -555,9 +562,10 @@ class _TimePlot(QtWidgets.QWidget):
                 region.lines[0], text=label, position=position, anchors=[(0, 0), (0, 0)],
                 color=theme.FOREGROUND,
             ).setFont(theme.font(theme.SMALL_PT))
-        self._plot.addItem(region)
+        self._plot.addItem(region, ignoreBounds=True)
         self._bands.append(_Band(t0, None if t1_s is None else float(t1_s), label, color, region))
         self._update_open_band()
+        self._update_anchor()
 
     def end_band(self, t1_s: float) -> None:
         """Close the open band at ``t1_s`` without starting another (the run ended)."""
@@ -565,11 +573,13 @@ class _TimePlot(QtWidgets.QWidget):
             if band.t1 is None:
                 band.t1 = max(float(t1_s), band.t0)
                 band.region.setRegion((band.t0, band.t1))
+        self._update_anchor()
 
     def clear_bands(self) -> None:
         for band in self._bands:
             self._plot.removeItem(band.region)
         self._bands.clear()
+        self._update_anchor()
 
     def band_labels(self) -> list[str]:
         return [band.label for band in self._bands]
@@ -664,6 +674,16 @@ class _TimePlot(QtWidgets.QWidget):
         super().showEvent(event)
         if self._dirty:
             self.refresh()
+
+    def _update_anchor(self) -> None:
+        """The time axis' auto-range span: the data and every band (an open one up to the newest data)."""
+        first, last = self._earliest_time(), self._latest_time()
+        starts = [band.t0 for band in self._bands]
+        ends = [band.t1 if band.t1 is not None else band.t0 for band in self._bands]
+        if starts:
+            first = min(starts) if first is None else min(first, *starts)
+            last = max(ends) if last is None else max(last, *ends)
+        self._anchor.set_span(first, last)
 
     def _update_open_band(self) -> None:
         latest = self._latest_time()

@@ -235,3 +235,36 @@ def test_the_rates_are_settings_with_defaults_and_bad_values_fall_back():
     settings._qs.setValue("paint/telemetry_hz", 1000)
     settings._qs.setValue("paint/block_px", -3)
     assert Settings().paint_rates() == PaintRates()
+
+
+def test_the_time_axis_steps_with_the_span_on_screen_not_with_the_latencies_alone(qtbot, clock):
+    """Latencies start with the measuring phase, after a long load; the axis shows the load's band too, so it
+    moves in steps of what is on screen, not of the few seconds of latencies (every frame)."""
+    latency = _shown(qtbot, LatencyPlot())
+    latency.add_band(0.0, 30.0, "loading")
+    latency.add_band(30.0, None, "measuring")
+    latency.add_latencies([30.0], [1.0])
+    latency.refresh()
+    moved = []
+    latency.plot_item.getViewBox().sigXRangeChanged.connect(lambda *_: moved.append(1))
+    frames = 60
+    for frame in range(frames):  # 6 s of latencies, a frame every 100 ms
+        latency.add_latencies(30.0 + frame / 10 + np.arange(1, 11) / 100, np.ones(10))
+        latency.refresh()
+    assert len(moved) < frames / 2  # (60 when the step followed the latencies alone)
+    x0, x1 = latency.plot_item.getViewBox().viewRange()[0]
+    assert x0 <= 0.0 and x1 >= 30.0 + frames / 10  # the loading band, before any latency, stays in view
+
+
+def test_while_quiet_the_axis_moves_in_coarser_steps(qtbot, clock):
+    counts = {}
+    for quiet in (False, True):
+        live_plot.set_quiet(PaintRates() if quiet else None)
+        latency = _shown(qtbot, LatencyPlot())
+        moves = []
+        latency.plot_item.getViewBox().sigXRangeChanged.connect(lambda *_, moves=moves: moves.append(1))
+        for frame in range(200):
+            latency.add_latencies(frame / 2 + np.arange(50) / 100, np.ones(50))
+            latency.refresh()
+        counts[quiet] = len(moves)
+    assert counts[True] * 3 <= counts[False]
