@@ -8,7 +8,10 @@ agree. Two different questions are asked instead:
 1. **Drift** — did latency move over the run, beyond what its own window-to-window jitter explains? The windows of
    the first half are compared with those of the second half (the middle one is left out when the count is odd) by
    an exact two-sided Mann–Whitney test on the window medians, and the change is the ratio of the two halves'
-   medians. A drift needs both p ≤ ALPHA and a change larger than the tolerance and than the machine's noise.
+   medians. A drift needs both p ≤ ALPHA and a change larger than the tolerance. The test is what "beyond the
+   noise" means here: it judges the change against this run's own window-to-window jitter, which is the machine's
+   noise as the run met it; the machine's noise floor is not added to the threshold as well — on a machine that
+   jitters 25% that would hide any step under 25% however clear the halves' separation.
    Why halves and a rank test: the windows' jitter on a shared machine is neither normal nor small, so a test on
    ranks keeps its false-alarm rate (≤ 3.2% at 5 + 5 windows) whatever the jitter's size; and both shapes of drift
    that matter — a steady rise (throttling, a leak) and a step (a competing program, a frequency change) — put the
@@ -96,7 +99,7 @@ def judge(medians: Sequence[float], k: int, tolerance: float, floor: Mapping[str
         spread = max(last) / min(last) - 1.0 if last and min(last) > 0 else math.inf
     noise = noise_of(floor, k)
     allowance = max(tolerance, NOISE_MULTIPLIER * noise) if noise is not None else tolerance
-    threshold = max(tolerance, noise) if noise is not None else tolerance
+    threshold = tolerance
     found = trend(values)
     result = {"spread": spread, "tolerance": tolerance, "noise": noise, "allowance": allowance, "trend": found,
               "drift_threshold": threshold, "alpha": ALPHA, "noise_multiplier": NOISE_MULTIPLIER}
