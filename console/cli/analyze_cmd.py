@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from console.cli.run_cmd import _run_report
+    from console.cli.run_cmd import _noise_floor, _run_report
     from console.session import RunSession
     from console.specs import SpecError, build_spec
     from engines.spec import spec_fields
@@ -66,12 +66,13 @@ def main(args: argparse.Namespace) -> int:
     if writer is None:
         return EXIT_FAILED
     as_json = wants_json(args)
+    noise_floor = _noise_floor(args, spec, None, as_json)  # the card's when just measured, else recent or quick
     from console.cli.progress import live_listener
 
     listener, line = live_listener(spec, as_json, _print_phase, f"analyze {spec.model}")  # live on a terminal
     session = RunSession(spec, writer, listener=listener,
                          telemetry_hz=None if args.no_telemetry else 10.0, partition=console_partition(args),
-                         rules=rules)
+                         rules=rules, noise_floor=noise_floor)
     previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
     try:
         session.start()
