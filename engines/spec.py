@@ -81,7 +81,7 @@ class RunSpec:
                                             help="after the timed measurement, profile N more iterations with the "
                                                  "engine's profiler, apart (what `labconsole analyze` does)")
     threads: int | None = option(None, flag="--threads", maximum=4096, label="Threads",
-                                 help="intra-op threads (default: engine's choice)")
+                                 help="intra-op threads (default: one per physical core the worker may use)")
     precision: str = option("fp32", flag="--precision", kind="str", label="Precision", help="numeric precision")
     scenario: str = option("single-stream", flag="--scenario", kind="str", label="Scenario", help="load scenario")
     mode: str = option("inference", flag="--mode", choices=MODES, label="Mode",

@@ -65,7 +65,7 @@ class RunForm(QtWidgets.QWidget):
 
         self._threads = QtWidgets.QSpinBox()
         self._threads.setRange(0, 4096)
-        self._threads.setSpecialValueText("auto (engine's choice)")
+        self._threads.setSpecialValueText("auto (the worker's cores)")
         self._threads.setToolTip("Intra-op threads of the engine; auto lets the engine decide")
 
         self._open_model = QtWidgets.QToolButton()
