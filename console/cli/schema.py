@@ -47,7 +47,7 @@ NO_DOCUMENT = ("export", "self-test")
 def stamp(document: Any, name: str) -> dict[str, Any]:
     """`document` with `"schema"` first. A dict keeps its keys (and a schema it already names); anything else —
     a command that has not been given a key for its list — is kept whole under "data" rather than lost."""
-    schema = SCHEMAS.get(name) or f"labconsole.{name}/1"
+    schema = SCHEMAS.get(name) or f"labconsole.{name or 'document'}/1"  # a command not in the table yet
     if isinstance(document, dict):
         return {"schema": document.get("schema") or schema, **{k: v for k, v in document.items() if k != "schema"}}
     return {"schema": schema, "data": document}
