@@ -182,8 +182,9 @@ class RunProgress:
 
 
 class SweepProgress:
-    """A sweep's points → '[2/4] b2 · measuring · 14 s elapsed · about 21 s left' (this point's time left plus
-    the points still to go at the mean time of the finished ones, or the spec's plan before one finished)."""
+    """A sweep's points → '[2/4] b2 · measuring · 14 s elapsed · about 21 s left': this point's time left plus
+    the points still to go, each at the mean time the finished points took (loads included), or the spec's plan
+    before one finished."""
 
     def __init__(self, spec: Any, clock: Callable[[], float] = time.monotonic):
         self.spec = spec  # the sweep's base spec (values): its warm-up and duration plan each point
@@ -212,15 +213,17 @@ class SweepProgress:
         self.point.on_event(event)
 
     def text(self) -> str:
-        parts = [f"[{self.index + 1}/{self.total}] {self.label}"] if self.total else ["sweep"]
+        parts = [f"[{self.index + 1}/{self.total}] {self.label}".rstrip()] if self.total else ["sweep"]
         left: float | None = None
+        each = sum(self.finished) / len(self.finished) if self.finished else None
         if self.point is not None:
             parts.append(self.point.phase_text())
             left = self.point.remaining_s()[0]
+            if left is not None and each is not None:  # the finished points say how long a load takes here
+                left = max(left, each - (self.clock() - self._point_started))
         parts.append(f"{_duration(self.clock() - self.started)} elapsed")
         after = self.total - self.index - 1
         if after > 0:
-            each = sum(self.finished) / len(self.finished) if self.finished else None
             if each is None and self.point is not None and left is not None:
                 each = self.point.warmup_s + (self.point.duration_s or 0.0)
             left = None if each is None or left is None else left + after * each

@@ -77,13 +77,16 @@ def test_a_sweep_adds_the_points_still_to_go():
     sweep = SweepProgress({"warmup_s": 1.0, "duration_s": 4.0}, clock=clock)
     sweep.on_point({"type": "sweep_started", "total": 3})
     sweep.on_event(0, {"type": "phase", "phase": "measuring"})  # a point's events may come before point_started
+    assert sweep.text().startswith("[1/3] · measuring")
     sweep.on_point({"type": "point_started", "index": 0, "total": 3, "label": "b1"})
     sweep.on_event(0, {"type": "progress", "phase": "measuring", "fraction": 0.5, "elapsed_s": 2.0})
     assert sweep.text() == "[1/3] b1 · measuring · 0.0 s elapsed · about 12 s left"  # 2 s + 2 points × 5 s planned
     clock.now += 8
     sweep.on_point({"type": "point_finished", "index": 0, "total": 3, "result": {}})
     sweep.on_point({"type": "point_started", "index": 1, "total": 3, "label": "b2"})
-    assert sweep.text() == "[2/3] b2 · starting · 8.0 s elapsed · about 13 s left"  # 5 s + 1 point × 8 s taken
+    assert sweep.text() == "[2/3] b2 · starting · 8.0 s elapsed · about 16 s left"  # 2 points × the 8 s one took
+    clock.now += 3
+    assert sweep.text().endswith("11 s elapsed · about 13 s left")  # this point: 8 − 3 s, then one more of 8 s
 
 
 def test_nothing_is_written_when_stderr_is_not_a_terminal_or_with_json():
