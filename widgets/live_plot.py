@@ -75,6 +75,9 @@ class PaintRates:
 
 
 _quiet: PaintRates | None = None  # set while a run measures (set_quiet); None: full-speed painting
+# While quiet: whether this tick may move the time axis. Only ticks on which the telemetry plots redraw too do, so
+# the plots linked to the latency plot's axis repaint once per telemetry frame, not again at each latency frame.
+_axis_tick = True
 
 
 def set_quiet(rates: PaintRates | None) -> None:
@@ -134,18 +137,23 @@ class _RefreshHub(QtCore.QObject):
         if not self._plots:
             self._timer.stop()
             return
+        global _axis_tick
         self._ticks += 1
-        for plot in list(self._plots):
-            try:
-                if _quiet is None or self._ticks % self._every(plot) == 0:
-                    plot._refresh_if_due()
-            except RuntimeError:  # its C++ side was deleted with a parent
-                self._plots.pop(plot, None)
+        _axis_tick = _quiet is None or self._ticks % self._every("telemetry") == 0
+        try:
+            for plot in list(self._plots):
+                try:
+                    if _quiet is None or self._ticks % self._every(plot.PAINT_KIND) == 0:
+                        plot._refresh_if_due()
+                except RuntimeError:  # its C++ side was deleted with a parent
+                    self._plots.pop(plot, None)
+        finally:
+            _axis_tick = True
         self.sig_tick.emit()
 
-    def _every(self, plot: _TimePlot) -> int:
+    def _every(self, kind: str) -> int:
         """Ticks between a quiet plot's frames: its kind's interval over the timer's."""
-        wanted = _quiet.latency_ms if plot.PAINT_KIND == "latency" else _quiet.telemetry_ms
+        wanted = _quiet.latency_ms if kind == "latency" else _quiet.telemetry_ms
         return max(1, math.ceil(wanted / max(1, self._timer.interval())))
 
     def _catch_up(self) -> None:
@@ -526,7 +534,8 @@ class _TimePlot(QtWidgets.QWidget):
         try:
             self._redraw()
             self._draw_feeds()
-            self._update_anchor()
+            if _axis_tick:
+                self._update_anchor()
             # Fit the axes and move the view now, not at paint: plots linked to this time axis follow at once (they
             # decimate for the new span when they refresh next, not once before and again at paint), and the paint
             # that follows is the only one (a view moved during a paint repaints everything a second time).
@@ -676,13 +685,16 @@ class _TimePlot(QtWidgets.QWidget):
             self.refresh()
 
     def _update_anchor(self) -> None:
-        """The time axis' auto-range span: the data and every band (an open one up to the newest data)."""
+        """The time axis' auto-range span: the data and every band (an open one up to the newest data); while
+        quiet, one telemetry interval more, so the newest data stays in view until the axis may move again."""
         first, last = self._earliest_time(), self._latest_time()
         starts = [band.t0 for band in self._bands]
         ends = [band.t1 if band.t1 is not None else band.t0 for band in self._bands]
         if starts:
             first = min(starts) if first is None else min(first, *starts)
             last = max(ends) if last is None else max(last, *ends)
+        if _quiet is not None and last is not None:  # room for the data until the axis may move again
+            last += _quiet.telemetry_ms / 1000.0
         self._anchor.set_span(first, last)
 
     def _update_open_band(self) -> None:

@@ -268,3 +268,23 @@ def test_while_quiet_the_axis_moves_in_coarser_steps(qtbot, clock):
             latency.refresh()
         counts[quiet] = len(moves)
     assert counts[True] * 3 <= counts[False]
+
+
+def test_while_quiet_the_shared_time_axis_moves_only_with_the_telemetry_frames(qtbot, clock):
+    """The Run page's plots share one time axis: moving it repaints all of them, so while quiet it moves only on
+    the ticks the telemetry plots redraw anyway, and the newest latencies stay in view in between."""
+    from console.ui.run_plots import RunPlots
+
+    plots = _shown(qtbot, RunPlots(), size=(1400, 900))
+    plots.handle({"type": "started", "t0_ns": 0})
+    plots.handle({"type": "phase", "phase": "measuring", "t_ns": 1})
+    live_plot.set_quiet(PaintRates(latency_ms=500, telemetry_ms=1000))
+    moved = []
+    plots.latency.plot_item.getViewBox().sigXRangeChanged.connect(lambda *_: moved.append(1))
+    telemetry_frames = plots.cpu.frames
+    _simulate(clock, plots.latency, plots.cpu, SIMULATED_S)
+    telemetry_frames = plots.cpu.frames - telemetry_frames
+    assert telemetry_frames == SIMULATED_S and plots.latency.frames >= 2 * SIMULATED_S
+    assert len(moved) <= telemetry_frames
+    x1 = plots.latency.plot_item.getViewBox().viewRange()[0][1]
+    assert x1 >= plots.latency.data()[0][-1]
