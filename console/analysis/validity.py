@@ -311,7 +311,7 @@ def _stability(windows: list[dict[str, Any]], n: int, rate: float | None, measur
                ) -> tuple[bool, dict[str, Any], dict[str, str] | None]:
     k = rules.stable_windows
     info: dict[str, Any] = {"spread": None, "tolerance": rules.stability_tolerance, "windows_compared": k,
-                            "medians_ms": [], "noise_floor": noise_floor}
+                            "medians_ms": [], "noise_floor": noise_floor, "noise": drift.noise_of(noise_floor, k)}
     if len(windows) < k:
         needed = k * rules.min_window_count
         return False, info, {

@@ -207,11 +207,11 @@ def _noise_floor(args: argparse.Namespace, spec, remote: Any, as_json: bool) -> 
 
 def _stability(summary: dict[str, Any]) -> dict[str, Any] | None:
     """`stability` of run --json: the verdict, its text, the spread against what was allowed, the noise and the
-    trend test; None for a run judged before the drift test existed."""
+    trend test (verdict None when too few windows were measured to judge); None for a run without windows."""
     from console.analysis.stability_text import stability_line, stability_of
 
     stability = stability_of(summary)
-    if not stability.get("verdict"):
+    if not stability:
         return None
     return {**{k: stability.get(k) for k in ("verdict", "text", "spread", "allowance", "tolerance", "noise",
                                              "trend", "noise_floor")}, "line": stability_line(summary)}
@@ -287,7 +287,7 @@ def _print_run(report: dict[str, Any]) -> None:
         print(f"  vs baseline  {baseline['explanation']}")
     for warning in report["warnings"]:
         print(f"  warning: {warning}")
-    if report.get("stability"):
+    if (report.get("stability") or {}).get("line"):
         print(f"  stability    {report['stability']['line']}")
     print(f"  {'VALID' if report['valid'] else 'INVALID'}" + ("" if report["valid"] else ":"))
     for reason in report["invalid_reasons"]:

@@ -155,3 +155,15 @@ def test_compare_two_stored_runs(db, first_run):
     assert low <= result["ratio"] <= high and 0 <= result["p_value"] <= 1
     missing = labconsole("compare", "deadbeef", again["run_id"], db=db)
     assert missing.returncode == 3 and "RUN_A: no run 'deadbeef'" in missing.stderr  # cannot judge, not "slower"
+
+
+def test_run_is_judged_against_the_machines_noise_floor(db, first_run):
+    """No recent floor in a fresh history: run measured a quick one first, kept it beside the history, and stored
+    the one it used with the run; the verdict is one of the drift module's."""
+    stability = first_run["stability"]
+    floor = stability["noise_floor"]
+    assert floor["quick"] is True and floor["windows"] == 10 and floor["window_s"] == 0.25
+    assert floor["source"] == "quick measurement before the run" and stability["noise"] >= 0
+    if stability["verdict"] is not None:  # None: too few iterations for three windows (a very busy machine)
+        assert stability["verdict"] in ("stable", "jittery", "drift", "unsteady") and stability["line"]
+    assert (db.parent / "noise_floor.json").is_file()
