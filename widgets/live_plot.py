@@ -24,6 +24,7 @@ import weakref
 from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.ma  # noqa: F401 — else imported at the first np.unique, 50–100 ms inside a first run's measuring phase
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
