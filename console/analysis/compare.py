@@ -15,7 +15,8 @@ Four verdicts, said of B (DESIGN.md §5: a difference needs the ratio beyond noi
 - "equivalent": the whole interval lies inside the band (equally fast within ±noise; a p-value says nothing
   about equivalence, the interval does);
 - "undecided": anything else. The explanation says what was resolved ("B is between 32% faster and 1% slower")
-  and why no verdict, never "equally fast".
+  and why no verdict, never "equally fast": "could not tell apart" when the interval holds no difference, "not
+  shown beyond the noise" when it reaches into the band, "not shown slower" when only the test held it back.
 
 The minimum detectable effect (`mde`) is the smallest slow-down this pair would call "slower" with 80%
 probability at the spread its interval shows: the band plus (z_conf + z_power) standard errors of the log
@@ -110,17 +111,18 @@ def compare(a_ms: Any, b_ms: Any, noise: float = 0.02, alpha: float = 0.01, conf
 def judgement(ratio: float, low: float, high: float, test: dict[str, Any], noise: float, alpha: float,
               confidence: float = 0.95) -> dict[str, Any]:
     """The verdict and its words from a ratio, its interval and a test of the same units (test: p_value,
-    p_floor, label, method): ratio, ci95, confidence, p_value, p_method, p_label, p_floor, verdict, resolved,
-    headline, mde, mde_power, mde_text, noise, alpha, explanation. Shared by `compare` and the paired
+    p_floor, label, method): ratio, ci95, confidence, p_value, p_method, p_label, p_floor, verdict,
+    unresolved (why undecided: unresolved_kind), resolved, headline, mde, mde_power, mde_text, noise, alpha, explanation. Shared by `compare` and the paired
     comparison of interleaved rounds (console.analysis.interleave), so both speak alike."""
     verdict = _verdict(low, high, test["p_value"], noise, alpha)
     mde = minimum_detectable_effect(low, high, noise, alpha, test["p_floor"], confidence)
     resolved = resolved_text(low, high)
+    kind = unresolved_kind(verdict, low, high, noise)
+    headline = _headline(verdict, ratio, resolved, noise, kind)
     return {"ratio": ratio, "ci95": [low, high], "confidence": confidence, "p_value": test["p_value"],
             "p_method": test["method"], "p_label": test["label"], "p_floor": test["p_floor"], "verdict": verdict,
-            "resolved": resolved, "headline": _headline(verdict, ratio, resolved, noise), **mde,
-            "noise": noise, "alpha": alpha,
-            "explanation": _explain(verdict, ratio, low, high, confidence, test, alpha, noise, resolved, mde)}
+            "unresolved": kind, "resolved": resolved, "headline": headline, **mde, "noise": noise, "alpha": alpha,
+            "explanation": _explain(verdict, ratio, low, high, confidence, test, alpha, noise, headline, mde)}
 
 
 def block_test(groups_a: list[Any], groups_b: list[Any]) -> dict[str, Any]:
@@ -379,35 +381,50 @@ def _iteration_test(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
                        "blocks, so it assumes them independent)")}
 
 
-def _headline(verdict: str, ratio: float, resolved: str, noise: float) -> str:
+def unresolved_kind(verdict: str, low: float, high: float, noise: float) -> str | None:
+    """Why an undecided comparison is undecided: "overlap" (the interval holds no difference: could not tell
+    apart), "noise" (it excludes no difference but reaches into the band: not shown beyond the noise), "test"
+    (wholly outside the band, but the test's p is not below alpha: not shown). None when decided."""
+    if verdict != "undecided":
+        return None
+    if low <= 1.0 <= high:
+        return "overlap"
+    return "test" if (low > 1 + noise or high < 1 - noise) else "noise"
+
+
+def _headline(verdict: str, ratio: float, resolved: str, noise: float, kind: str | None) -> str:
     if verdict == "slower":
         return f"B is {_percent(ratio - 1)} slower"
     if verdict == "faster":
         return f"B is {_percent(1 - ratio)} faster"
     if verdict == "equivalent":
         return f"equally fast within ±{_percent(noise)}"
+    if kind == "test":
+        return f"not shown {'slower' if ratio > 1 else 'faster'}: {resolved}"
+    if kind == "noise":
+        return f"not shown beyond the ±{_percent(noise)} noise: {resolved}"
     return "could not tell apart: " + resolved
 
 
 def _explain(verdict: str, ratio: float, low: float, high: float, confidence: float, test: dict[str, Any],
-             alpha: float, noise: float, resolved: str, mde: dict[str, Any]) -> str:
+             alpha: float, noise: float, headline: str, mde: dict[str, Any]) -> str:
     interval = f"{confidence:.0%} interval {low:.3f}–{high:.3f}"
     p_value = test["p_value"]
     p_text = f"{test['label']} {'< 1e-300' if p_value == 0 else f'= {p_value:.2g}'}"
     band = f"the noise band 1 ± {noise:.0%}"
     if verdict in ("slower", "faster"):
         side = "above" if verdict == "slower" else "below"
-        return (f"B is {verdict}: its median is {ratio:.3f}× A's ({ratio - 1:+.1%}; {interval}, wholly {side} "
-                f"{band}) and the {p_text} < {alpha:g}.")
+        return (f"B is {verdict}: the ratio of medians is {ratio:.3f} ({ratio - 1:+.1%}; {interval}, wholly "
+                f"{side} {band}) and the {p_text} < {alpha:g}.")
     if verdict == "equivalent":
-        return (f"Equally fast within ±{_percent(noise)}: the whole {interval} lies inside {band} ({resolved}); "
-                f"{mde['mde_text']}.")
+        return (f"Equally fast within ±{_percent(noise)}: the whole {interval} lies inside {band} "
+                f"({resolved_text(low, high)}); {mde['mde_text']}.")
     reasons = []
     if not (low > 1 + noise or high < 1 - noise):
         reasons.append(f"the {interval} reaches into {band}")
     if p_value >= alpha:
         reasons.append(f"the {p_text} is not below {alpha:g}")
-    return (f"Could not tell apart: {resolved} (median ratio {ratio:.3f}); no verdict because "
+    return (f"{headline[0].upper()}{headline[1:]} (ratio {ratio:.3f}); no verdict because "
             + " and ".join(reasons) + f"; {mde['mde_text']}.")
 
 

@@ -257,8 +257,9 @@ def race_verdict(a: list[Round], b: list[Round], batch_a: int, batch_b: int, lab
         tone = "good"
     else:
         # equally fast only when the whole interval lies inside the band; otherwise what was resolved
+        said = result["headline"].split(":")[0]  # "could not tell apart" / "not shown slower" / "not shown beyond …"
         headline = (f"Equally fast within ±{noise:.0%}" if result["verdict"] == "equivalent"
-                    else "Could not tell apart")
+                    else said[0].upper() + said[1:])
         lines = [f"B takes {_times(ratio)} A's time{(' ' + what) if what else ''} (95% CI "
                  f"{_times(low, False)}–{_times(high)}; noise band ±{noise:.0%}) · {p_text} · {rounds}",
                  f"{result['resolved']}; {result['mde_text']}", medians]

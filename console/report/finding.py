@@ -85,8 +85,18 @@ def _comparison_sentence(report: Report) -> str:
             resolved = str(delta.get("resolved") or "")
             resolved = resolved[2:] if resolved.startswith("B ") else f"takes {delta['ratio']:.3g}× the time"
             who = f"run {b.letter}" if name_b.startswith("Run ") else name_b
-            text = (f"{name_b} and {name_a} could not be told apart serving {subject} on this machine: {who} "
-                    f"{resolved} (ratio {delta['ratio']:.3g}, 95% CI {low:.3g}–{high:.3g})")
+            figures = f"(ratio {delta['ratio']:.3g}, 95% CI {low:.3g}–{high:.3g})"
+            word = "slower" if delta["ratio"] > 1 else "faster"
+            if delta.get("unresolved") == "test":  # the interval is clear of the band, the test is not convinced
+                text = (f"{name_b} is not shown {word} than {name_a} serving {subject} on this machine: by the "
+                        f"interval {who} {resolved} {figures}, but the {delta.get('p_label') or 'test p'} = "
+                        f"{delta['p_value']:.2g} does not reach {delta.get('alpha', 0.01):g}")
+            elif delta.get("unresolved") == "noise":
+                text = (f"{name_b} is not shown {word} than {name_a} serving {subject} on this machine beyond the "
+                        f"±{delta['noise']:.0%} noise: {who} {resolved} {figures}")
+            else:
+                text = (f"{name_b} and {name_a} could not be told apart serving {subject} on this machine: {who} "
+                        f"{resolved} {figures}")
             if delta.get("mde_text"):
                 text += f"; {delta['mde_text']}"
         else:

@@ -118,6 +118,10 @@ def test_identical_distributions_too_short_to_bound_are_undecided_not_equal():
     assert result["explanation"].startswith("Could not tell apart: B is between ")
     assert "noise band 1 ± 2%" in result["explanation"] and "equal" not in result["explanation"].lower()
     assert result["headline"] == "could not tell apart: " + resolved_text(low, high)
+    assert result["unresolved"] == "overlap"
+    near = compare(lognormal(5, n=100_000), lognormal(6, n=100_000) * 1.02)  # clear of 1, not of the band
+    assert near["verdict"] == "undecided" and near["unresolved"] == "noise" and near["ci95"][0] > 1
+    assert near["headline"].startswith("not shown beyond the ±2.0% noise: B is between ")
 
 
 def test_a_real_but_tiny_shift_inside_the_band_is_equivalent():
@@ -302,7 +306,8 @@ def test_p_floor_says_what_few_blocks_can_show():
     rounds_a = [lognormal(s, n=200) for s in range(3)]
     rounds_b = [lognormal(s + 9, n=200) * 1.5 for s in range(3)]
     result = compare(rounds_a, rounds_b)  # 50% slower, wholly outside the band, but 3 rounds a side
-    assert result["ci95"][0] > 1.02 and result["verdict"] == "undecided"
+    assert result["ci95"][0] > 1.02 and result["verdict"] == "undecided" and result["unresolved"] == "test"
+    assert result["headline"].startswith("not shown slower: B is between ")  # told apart by the interval only
     assert result["p_floor"] == pytest.approx(0.1) and result["mde"] is None
     assert "least it can give is 0.1" in result["mde_text"]
 

@@ -206,3 +206,34 @@ def test_a_report_that_cannot_be_written_says_so_and_leaves_nothing(tmp_path):
     with pytest.raises(ReportError, match="cannot write"):
         write_html(report, tmp_path / "missing" / "r.html")
     assert not (tmp_path / "missing").exists()
+
+
+def test_an_undecided_comparison_says_why_in_the_first_sentence():
+    """The three ways a comparison stays undecided each read as what they are, never as "equally fast"."""
+    from console.analysis.compare import compare
+    from console.report.content import Report, RunView
+
+    rng = np.random.default_rng(0)
+
+    def view(letter, engine):
+        run = {"run_id": letter * 8, "status": "completed", "spec": spec(engine), "summary": {"valid": True}}
+        return RunView(run, letter, f"{engine} run", np.zeros(1), np.ones(1), {}, [], {})
+
+    a, b = view("A", "torch"), view("B", "onnxruntime")
+    changes = [[{"kind": "configuration", "field": "engine", "a": "torch", "b": "onnxruntime"}]]
+    cases = {  # three rounds a side, 50% slower: clear of the band by the interval, but 3 blocks cannot give p<0.01
+        "test": compare([rng.lognormal(0, 0.05, 200) for _ in range(3)],
+                        [rng.lognormal(0, 0.05, 200) * 1.5 for _ in range(3)]),
+        "overlap": compare(rng.lognormal(0, 0.25, 3000), rng.lognormal(0, 0.25, 3000)),
+    }
+    for kind, delta in cases.items():
+        assert delta["unresolved"] == kind
+        sentence = finding(Report("comparison", [a, b], [{"a": "A", "b": "B", **delta}], changes))
+        assert "equally" not in sentence and "Mann-Whitney" not in sentence
+        if kind == "test":
+            assert sentence.startswith("ONNX Runtime is not shown slower than PyTorch serving this model on this "
+                                       "machine: by the interval ONNX Runtime is between ")
+            assert f"but the block test p = {delta['p_value']:.2g} does not reach 0.01" in sentence
+        else:
+            assert sentence.startswith("ONNX Runtime and PyTorch could not be told apart serving this model")
+            assert "cannot be resolved here" in sentence
