@@ -150,3 +150,14 @@ def test_a_run_is_refused_while_the_machine_card_measures_and_the_reverse(tmp_pa
     workspace.claim(RUN)
     with pytest.raises(Busy, match="run is measuring"):
         workspace.check_free(MACHINE)
+
+
+def test_the_noise_floor_is_a_row_of_the_card(qtbot, workspace):
+    measured = {**card(socket.gethostname(), "cpu", 4.12e10),
+                "noise_floor": {"spread": 0.071, "max_spread": 0.12, "k": 3, "window_s": 1.0, "windows": 10}}
+    workspace.store.add_machine_card(measured)
+    workspace.store.add_machine_card(card("old-host", "cpu", 1e10))  # measured before the noise floor existed
+    page = make_page(qtbot, workspace)
+    view = page.view
+    assert view.cell_text(0, "noise_floor.spread") == "7.1% over 3 × 1-s windows, worst 12%"
+    assert view.cell_text(1, "noise_floor.spread") == "not available"
