@@ -7,7 +7,7 @@ work never changes says how much of a run's spread the machine itself explains (
 
 The kernel is deterministic, single-threaded work of both kinds a small model does — array arithmetic on a
 cache-resident buffer (numpy, no BLAS, so no thread pool) and interpreter dispatch (a short Python loop) — about
-0.3–0.5 ms a call (about a small model's iteration, so preemption weighs on its window
+0.1–0.2 ms a call on a 2-core VM (about a small model's iteration, so preemption weighs on its window
 medians as on a run's), timed call by call like a run's iterations, cut into equal-time windows like a run.
 
 `measure_noise(windows, window_s)` returns the per-window medians and their spread; `spread_of(medians, k)` is the
