@@ -70,3 +70,16 @@ def test_until_stable_is_refused_for_the_server_scenario(tmp_path):
     assert done.returncode == 2
     assert "--until-stable" in done.stderr and "scenario server does not use it" in done.stderr
     assert not (tmp_path / "h.db").exists()
+
+
+def test_offline_measures_until_stable_too(tmp_path):
+    done = labconsole("run", "--model", "mlp", "--scenario", "offline", "--batch", "8", "--threads", "1",
+                      "--duration", "0.5", "--warmup", "0.1", "--until-stable", "--max-duration", "1.5", "--json",
+                      "--db", str(tmp_path / "h.db"), env_extra={"XDG_DATA_HOME": str(tmp_path / "data")})
+    assert done.returncode in (0, 1), done.stderr
+    report = json.loads(done.stdout)
+    assert report["status"] == "completed", report["message"]
+    block = report["until_stable"]
+    assert 10 <= block["windows"] <= 30 and block["ended"] in ("stable", "cap")
+    assert 0.5 <= report["duration_s"] <= 1.5 + 0.2  # whole windows, give or take the calls in flight at the end
+    assert report["rules"]["sources"]["stability_tolerance"] == "default"

@@ -229,3 +229,15 @@ def test_a_report_prints_the_rules_each_run_was_judged_by(tmp_path):
     row = table.rows[0]
     assert row[1] == "the defaults, with stability_tolerance from --rules strict.toml"
     assert "the last 3 of 10 windows within 20%" in row[2] and row[3].startswith("stable after 12 windows")
+
+
+def test_the_window_starts_until_stable_and_iterations_win_over_it():
+    from console.specs import fields_by_path, form_field, window_values
+
+    field = form_field(fields_by_path()["scenario_options.until_stable"])
+    assert field["default"] is True and field["kind"] == "bool"
+    assert form_field(fields_by_path()["batch"])["default"] == 1  # everything else keeps the spec's default
+    values = {"iterations": 40, "scenario_options.until_stable": True, "scenario_options.max_duration_s": 9.0}
+    assert window_values(values) == {"iterations": 40}
+    timed = {"iterations": None, "scenario_options.until_stable": True}
+    assert window_values(timed) == timed
