@@ -156,8 +156,9 @@ def _telemetry(store: Any, run_id: str, start_ns: int) -> dict[str, dict[str, An
 
 
 def _delta(a: RunView, b: RunView) -> dict[str, Any]:
-    """B against A by the console's compare (ratio of medians with its interval and Mann-Whitney U); None
-    fields when either run has no latencies."""
+    """B against A by the console's compare (ratio of medians with its block interval, Mann-Whitney U on the same
+    blocks' medians, what was resolved and the minimum detectable effect); None fields when either run has no
+    latencies."""
     if a.latency_ms.size < 2 or b.latency_ms.size < 2:
         return {"a": a.letter, "b": b.letter, "verdict": None, "ratio": None, "ci95": None, "p_value": None,
                 "explanation": "one of the runs stored no latencies, so they cannot be compared"}
