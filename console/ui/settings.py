@@ -74,7 +74,7 @@ class Settings:
     def paint_rates(self):
         """How the window paints while a run measures (widgets.live_plot.PaintRates): "paint/latency_hz" (default
         2), "paint/telemetry_hz" (1) and "paint/block_px" (4). A value that is not a number in range is ignored
-        (the default holds) rather than breaking the window; README.md (Settings) lists the keys."""
+        (the default holds) rather than breaking the window (README.md lists the keys)."""
         from widgets.live_plot import REFRESH_INTERVAL_MS, PaintRates
 
         defaults = PaintRates()

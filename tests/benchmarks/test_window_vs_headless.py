@@ -8,10 +8,10 @@
    Figures: the median over pairs of the window/headless ratio of the run's p50, and of its p99, each with its
    distribution-free 95% interval (bench_stats). Goals: p50 ratio inside [0.97, 1.03], p99 ratio at most 1.10.
 2. The same through `labconsole demo PLAYLIST --once --windowed` (a one-item playlist of the same spec).
-3. The console's own CPU while measuring, from the window runs of 1: the run summary's `console_cpu` (console
-   process and its telemetry sampler over the measuring phase, console.console_cpu); where a summary has none, the
-   window process's CPU time measured by window_side.py. Goal: at most 10% of one core (median over runs, with
-   its interval).
+3. The console's own CPU while measuring, from the window runs of 1 and of 2: the run summary's `console_cpu`
+   (console process and its telemetry sampler over the measuring phase, console.console_cpu); where a summary has
+   none, the window process's CPU time measured by window_side.py. Goal: at most 10% of one core (median over runs,
+   with its interval).
 4. Issue 14's frame goal as a ratio measured in one run: the live frame of the Run page's latency and utilization
    plots holding an hour of data (1M iterations, 17 series at 10 Hz; one refresh's new data appended first) against
    a bare pyqtgraph PlotWidget given exactly the points our curves show, in alternating rounds. Goal: at most 1.5×.
