@@ -1,7 +1,8 @@
 """`labconsole compare A B --interleave`: re-run both runs' stored specs here in alternating rounds and pool them.
 
 The judging (order A B B A …, when to stop, the cap) is console.analysis.interleave; this module only runs a
-round: the stored spec of one side, with the round's duration, through RunSession like `labconsole run` (so
+round: the stored spec of one side, measured for --round-duration seconds (a stored --iterations or
+--until-stable is dropped for the rounds: pairs must measure alike), through RunSession like `labconsole run` (so
 each round is an ordinary run in the history, named "interleave A/B … round k"), and hands its latencies back.
 Telemetry is off in the rounds: a sampler would compete for the cores the rounds share.
 
@@ -42,7 +43,11 @@ def round_specs(args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict[st
         if spec.trust_code and not args.trust_code:
             return (f"--interleave: run {side} ran {spec.model} trusting its code (trust_code), and a stored spec "
                     "never grants that: add --trust-code if you trust it")
-        spec = dataclasses.replace(spec, duration_s=float(args.round_duration),
+        options = spec.scenario_options  # rounds are fixed-length, so pairs measure alike: no until-stable
+        if dataclasses.is_dataclass(options) and getattr(options, "until_stable", False):
+            options = dataclasses.replace(options, until_stable=False, max_duration_s=None)
+        spec = dataclasses.replace(spec, duration_s=float(args.round_duration), iterations=None,
+                                   scenario_options=options,
                                    name=f"interleave {runs[0]['run_id'][:8]}/{runs[1]['run_id'][:8]} {side}")
         try:
             specs[side] = spec.validate()

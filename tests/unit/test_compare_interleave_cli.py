@@ -11,7 +11,7 @@ from console.cli import compare_rounds, main
 from console.history import HistoryStore
 
 SPEC = {"model": "mlp", "engine": "torch", "target": "cpu", "batch": 1, "scenario": "single-stream",
-        "duration_s": 5.0}
+        "duration_s": 5.0, "scenario_options": {"until_stable": True, "max_duration_s": 20.0}}
 
 
 @pytest.fixture
@@ -38,6 +38,7 @@ def fake_machine(slowdown, seen):
     def runner(specs, writer):
         def run_round(side, k):
             seen.append((side, k, specs[side].duration_s, specs[side].name))
+            assert specs[side].iterations is None and not specs[side].scenario_options.until_stable
             return rng.lognormal(0, 0.03, 200) * (1 + slowdown if side == "B" else 1.0)
         return run_round
     return runner
