@@ -467,6 +467,8 @@ class DemoTrace(QtWidgets.QWidget):
             self._off_scale = ""
         if self._note.text() != self._off_scale:
             self._note.setText(self._off_scale)
+        # Move the view now, not during the paint: a view moved while painting repaints everything a second time.
+        self._plot.getViewBox().prepareForPaint()
 
     def series_keys(self) -> list[str]:
         return list(self._series)

@@ -288,3 +288,29 @@ def test_while_quiet_the_shared_time_axis_moves_only_with_the_telemetry_frames(q
     assert len(moved) <= telemetry_frames
     x1 = plots.latency.plot_item.getViewBox().viewRange()[0][1]
     assert x1 >= plots.latency.data()[0][-1]
+
+
+def test_the_demo_trace_paints_once_per_refresh(qtbot, monkeypatch):
+    """Its view is moved before the paint, not during it (which repainted the whole trace a second time)."""
+    import pyqtgraph as pg
+
+    from widgets.demo_tiles import DemoTrace
+
+    paints = []
+    original = pg.GraphicsView.paintEvent
+    monkeypatch.setattr(pg.GraphicsView, "paintEvent", lambda self, event: (paints.append(1), original(self, event)))
+    trace = _shown(qtbot, DemoTrace(), size=(1800, 600))
+    trace.set_series("run", "latency", "#ff0000")
+    app = QtWidgets.QApplication.instance()
+    counts = []
+    for step in range(5):
+        x = step * 0.5 + np.arange(500) / 1000
+        trace.add_points("run", x, 1.0 + (np.arange(500) % 7) / 10)
+        trace.add_median("run", float(x[-1]), 1.3)
+        app.processEvents()
+        paints.clear()
+        trace.refresh()
+        for _ in range(3):  # a second paint asked for during the first one comes with a later pass
+            app.processEvents()
+        counts.append(len(paints))
+    assert counts == [1] * 5
