@@ -196,6 +196,8 @@ def _print_sweep_progress(event: dict[str, Any]) -> None:
         if r["status"] == "completed":
             line += (f"  p50 {_ms(lat['p50'])}  p99 {_ms(lat['p99'])}  "
                      f"{format_rate(r['throughput_per_s'])} samples/s")
+            if r.get("until_stable"):
+                line += f"  ({r['until_stable']})"
         elif r["message"]:
             line += f" — {r['message']}"
         print(line, file=sys.stderr, flush=True)

@@ -92,7 +92,8 @@ def report(record: Mapping[str, Any]) -> dict[str, Any]:
             "points": [{"point": p["point"], "label": p["label"], "run_id": p.get("run_id"), "status": p["status"],
                         "message": p.get("message") or "", "latency_ms": p["latency_ms"],
                         "throughput_per_s": p["throughput_per_s"], "valid": p["valid"],
-                        "hostname": p.get("hostname")} for p in record["points"]],
+                        "hostname": p.get("hostname"), "until_stable": p.get("until_stable")}
+                       for p in record["points"]],
             "skipped": [{"point": p["point"], "label": p["label"], "reason": p["reason"]}
                         for p in record.get("skipped", [])],
             "knee": record.get("knee"), "knees": record.get("knees", []), "knee_axis": record.get("knee_axis"),

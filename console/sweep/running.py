@@ -176,7 +176,8 @@ def point_result(planned: Mapping[str, Any], record: Mapping[str, Any] | None = 
             "message": message or record.get("message") or "",
             "latency_ms": {"p50": latency.get("p50"), "p99": latency.get("p99"), "mean": latency.get("mean")},
             "throughput_per_s": summary.get("throughput_per_s"), "valid": bool(summary.get("valid")),
-            "iterations": summary.get("iterations"), "hostname": record.get("hostname")}
+            "iterations": summary.get("iterations"), "hostname": record.get("hostname"),
+            "until_stable": (summary.get("until_stable") or {}).get("text")}  # --until-stable: windows, spread
 
 
 def _counts(results: Sequence[Mapping[str, Any]]) -> dict[str, int]:

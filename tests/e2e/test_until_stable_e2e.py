@@ -83,3 +83,15 @@ def test_offline_measures_until_stable_too(tmp_path):
     assert 10 <= block["windows"] <= 30 and block["ended"] in ("stable", "cap")
     assert 0.5 <= report["duration_s"] <= 1.5 + 0.2  # whole windows, give or take the calls in flight at the end
     assert report["rules"]["sources"]["stability_tolerance"] == "default"
+
+
+def test_a_sweep_measures_each_point_until_stable(tmp_path):
+    done = labconsole("sweep", "--model", "mlp", "--batch", "1,2", "--threads", "1", "--duration", "0.3",
+                      "--warmup", "0.1", "--until-stable", "--max-duration", "0.9", "--json",
+                      "--db", str(tmp_path / "h.db"), env_extra={"XDG_DATA_HOME": str(tmp_path / "data")})
+    assert done.returncode == 0, done.stderr
+    points = json.loads(done.stdout)["points"]
+    assert len(points) == 2
+    for point in points:
+        assert point["until_stable"].startswith(("stable after", "not stable after")), point
+        assert f"({point['until_stable']})" in done.stderr  # the point's progress line says it too
