@@ -74,6 +74,9 @@ def run_markdown(run: Mapping[str, Any]) -> str:
     stabilised = summary.get("until_stable")
     if isinstance(stabilised, Mapping) and stabilised.get("text"):  # --until-stable: windows taken, final spread
         lines += ["", f"**Measured until stable:** {escape(str(stabilised['text']))}"]
+    cores = _cores(summary)
+    if cores:
+        lines += ["", cores]
     baseline = _baseline(summary.get("baseline"))
     if baseline:
         lines += ["", baseline]
@@ -201,6 +204,16 @@ def _validity(summary: Mapping[str, Any], scenario: str | None = None) -> list[s
         fix = f" — {escape(str(reason['fix']))}" if reason.get("fix") else ""
         lines.append(f"- {rule}{escape(str(reason.get('detail') or 'failed'))}{fix}")
     return lines
+
+
+def _cores(summary: Mapping[str, Any]) -> str:
+    """**Cores:** both sets (or not confined, why) and the console's own CPU while measuring (console.partition)."""
+    partition = summary.get("partition") if isinstance(summary.get("partition"), Mapping) else {}
+    figure = summary.get("console_cpu") if isinstance(summary.get("console_cpu"), Mapping) else {}
+    parts = [str(partition["text"])] if partition.get("text") else []
+    if _is_number(figure.get("percent_of_core")):
+        parts.append(f"the console used {figure['percent_of_core']:.1f}% of a core while measuring")
+    return f"**Cores:** {escape('; '.join(parts))}" if parts else ""
 
 
 def _baseline(block: Any) -> str:

@@ -29,3 +29,13 @@ def test_a_run_from_before_partitions_is_unknown_not_equal():
     note = partition_note(_run(None), _run(CONFINED))
     assert note["same"] is None and "not recorded for A" in note["text"] and note["a"] == "not recorded"
     assert partition_note({"environment": None}, {})["same"] is None
+
+
+def test_copy_as_markdown_carries_both_core_sets_and_the_consoles_cpu():
+    from console.analysis.summary_markdown import run_markdown
+
+    text = run_markdown({"spec": {"model": "mlp"}, "summary": {"partition": CONFINED,
+                                                               "console_cpu": {"percent_of_core": 3.14}}})
+    assert ("**Cores:** worker CPUs 1, console CPUs 0 (reserved: 1 core); the console used 3.1% of a core "
+            "while measuring") in text
+    assert "**Cores:**" not in run_markdown({"spec": {"model": "mlp"}, "summary": {}})  # an older run: no line
