@@ -17,6 +17,8 @@ import hashlib
 import json
 from typing import Any
 
+from engines.cores import format_cpus
+
 SPEC_FIELDS = ("model", "model_params", "inputs", "input_values", "engine", "target", "precision", "batch",
                "threads", "mode", "scenario", "scenario_options")
 GENERATE_SCENARIOS = ("generate",)
@@ -78,6 +80,12 @@ def environment_facts(run: dict[str, Any]) -> dict[str, Any]:
     governors = ((env.get("hygiene") or {}).get("cpu_frequency") or {}).get("governors")
     if governors:
         facts["host.cpu_governor"] = governors
+    partition = env.get("partition")  # console.partition: the console on its own cores, or sharing the worker's
+    if isinstance(partition, dict):
+        facts["host.core_partition"] = (f"worker CPUs {format_cpus(partition.get('worker_cpus') or [])}, console "
+                                        f"CPUs {format_cpus(partition.get('console_cpus') or [])}"
+                                        if partition.get("confined") else
+                                        "not confined (the console shared the worker's cores)")
     return facts
 
 

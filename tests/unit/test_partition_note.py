@@ -39,3 +39,15 @@ def test_copy_as_markdown_carries_both_core_sets_and_the_consoles_cpu():
     assert ("**Cores:** worker CPUs 1, console CPUs 0 (reserved: 1 core); the console used 3.1% of a core "
             "while measuring") in text
     assert "**Cores:**" not in run_markdown({"spec": {"model": "mlp"}, "summary": {}})  # an older run: no line
+
+
+def test_what_changed_around_the_measurement_names_the_partition():
+    from console.analysis.fingerprint import differences
+
+    spec = {"model": "mlp", "engine": "torch", "target": "cpu", "batch": 1}
+    a = {"spec": spec, "environment": {"partition": CONFINED}}
+    b = {"spec": spec, "environment": {"partition": SHARED}}
+    changed = [d for d in differences(a, b) if d["field"] == "host.core_partition"]
+    assert changed == [{"field": "host.core_partition", "a": "worker CPUs 1, console CPUs 0",
+                        "b": "not confined (the console shared the worker's cores)", "kind": "environment"}]
+    assert not [d for d in differences(a, dict(a)) if d["field"] == "host.core_partition"]
