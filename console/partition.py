@@ -180,7 +180,7 @@ class Hold:
 
     def add_sampler(self, pid: int | None) -> None:
         """A sampler started after `acquire()` (the CLI's own): it inherited the console cores; move it anyway, so
-        the record does not rest on inheritance, and remember it so release gives it back nothing (it ends)."""
+        the record does not rest on inheritance. Release has nothing to give back to it: it ends with the run."""
         if not self._held or not pid:
             return
         try:

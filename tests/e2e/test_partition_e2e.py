@@ -60,7 +60,7 @@ def test_a_partitioned_run_keeps_the_worker_and_the_console_apart(tmp_path):
     assert record["environment"]["engine"]["threads"] == len(cores.physical_cores(plan.worker))  # "auto"
     assert "the worker's cores" in record["environment"]["engine"]["threads_from"]
     figure = record["summary"]["console_cpu"]
-    assert figure["percent_of_core"] is not None and figure["wall_s"] > 0.5
+    assert figure["percent_of_core"] is not None and figure["wall_s"] > 0
     with HistoryStore(tmp_path / "h.db") as store:
         assert store.get_run(record["run_id"])["environment"]["partition"]["worker_cpus"] == worker
 
