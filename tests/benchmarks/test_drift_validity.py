@@ -89,7 +89,9 @@ def test_jitter_is_valid_and_a_half_way_slowdown_is_a_drift(bench, tmp_path):
                "other_cpu_percent": round(busy, 1),
                "steady_verdicts": _count(o["verdict"] for o in steady),
                "drifting_verdicts": _count(o["verdict"] for o in drifting),
-               "noise_seen": sorted({round(o["noise"], 3) for o in steady + drifting if o["noise"] is not None})}
+               "noise_seen": sorted({round(o["noise"], 3) for o in steady + drifting if o["noise"] is not None}),
+               # per run: verdict, last-windows spread, halves' change, Mann-Whitney p (for tuning the rule later)
+               "steady_runs": [_brief(o) for o in steady], "drifting_runs": [_brief(o) for o in drifting]}
     for name, hits, goal in (("steady mlp runs ending VALID", valid, STEADY_GOAL),
                              (f"runs slowed {SLOWDOWN:.0%} half-way reported as a drift", caught, DRIFT_GOAL)):
         result = judge(name, hits / runs, wilson_interval(hits, runs), goal, samples=runs, hits=hits, **details)
@@ -114,6 +116,13 @@ def _runs_needed(goal: float) -> int:
     while wilson_interval(n, n)[0] < goal:
         n += 1
     return n
+
+
+def _brief(outcome: dict) -> list:
+    def rounded(x):
+        return None if x is None else round(x, 3)
+
+    return [outcome["verdict"], rounded(outcome["spread"]), rounded(outcome["change"]), rounded(outcome["p"])]
 
 
 def _count(values) -> dict:
