@@ -1,12 +1,16 @@
 """Remembered settings (QSettings): the last run setup, window geometry, the open page, the History filters,
-demo mode's theme and playlist, the lab cluster's address (never its token)."""
+demo mode's theme and playlist, the lab cluster's address (never its token), how the window paints while a run
+measures."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6 import QtCore, QtWidgets
+
+if TYPE_CHECKING:
+    from widgets.live_plot import PaintRates
 
 ORGANIZATION = "LabConsole"
 APPLICATION = "Lab Console"
@@ -71,7 +75,7 @@ class Settings:
     def save_cluster_address(self, address: str) -> None:
         self._qs.setValue("cluster/address", address)
 
-    def paint_rates(self):
+    def paint_rates(self) -> PaintRates:
         """How the window paints while a run measures (widgets.live_plot.PaintRates): "paint/latency_hz" (default
         2), "paint/telemetry_hz" (1) and "paint/block_px" (4). A value that is not a number in range is ignored
         (the default holds) rather than breaking the window (README.md lists the keys)."""
