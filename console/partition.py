@@ -215,7 +215,10 @@ def environment(partition: Partition, hold: Hold | None, placed: dict[str, Any] 
         record["worker_actual"] = placed.get("worker_actual")
     if partition.confined:
         record["applied"] = applied
-        failed = {name: how for name, how in applied.items() if how != "applied"}
+        # A sampler that could not be moved because it has ended takes no CPU: only the console and the worker
+        # decide whether the run was confined (the sampler's outcome stays in `applied`).
+        failed = {name: how for name, how in applied.items() if how != "applied"
+                  and not (name == "sampler" and "has ended" in how)}
         if failed or "worker" not in applied:
             what = "; ".join(f"{name}: {how}" for name, how in failed.items()) or "the worker was not moved"
             record.update(confined=False, reason=f"partition planned but not applied — {what}")

@@ -191,3 +191,22 @@ def test_a_partitioned_workers_hygiene_judges_the_load_average_against_the_whole
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     busy = hygiene.collect(root=str(tmp_path), processes=lambda s, e: [], environ={})
     assert busy["busy"] and "load average 2.00 on 2 CPUs" in busy["warning"]
+
+
+def test_a_sampler_that_has_ended_does_not_void_the_partition(monkeypatch):
+    moves = _Moves(monkeypatch)
+
+    def move(pid, cpus, root="/"):
+        if pid == 4242:
+            raise cores.AffinityUnavailable("pid 4242 has ended: nothing to bind")
+        moves.masks[pid] = sorted(cpus)
+
+    monkeypatch.setattr(cores, "move_process", move)
+    plan = partition.Partition(1, console=(0,), worker=(1,))
+    hold = partition.Hold(plan, sampler_pid=4242)
+    hold.acquire()
+    try:
+        record = partition.environment(plan, hold, partition.place_worker(plan, 555))
+    finally:
+        hold.release()
+    assert record["confined"] and record["applied"]["sampler"].startswith("failed (pid 4242 has ended")
