@@ -314,3 +314,35 @@ def test_the_demo_trace_paints_once_per_refresh(qtbot, monkeypatch):
             app.processEvents()
         counts.append(len(paints))
     assert counts == [1] * 5
+
+
+def test_the_system_page_redraws_at_the_telemetry_rate_while_a_run_measures_and_not_at_all_hidden(qtbot, clock):
+    from console.ui.system_page import SystemPage
+
+    page = SystemPage(None)
+    page._t0_ns = 0
+    page.show_sources([{"name": "psutil", "available": True, "reason": ""}])
+    tabs = QtWidgets.QTabWidget()
+    tabs.addTab(page, "system")
+    tabs.addTab(QtWidgets.QLabel("the Run page"), "run")
+    _shown(qtbot, tabs, size=(1400, 900))
+    util = page.plots["util"]
+
+    def seconds(count: int, start: int) -> int:
+        frames = util.frames
+        for tick in range(count * 1000 // clock.interval_ms()):
+            t_ns = int((start + tick * clock.interval_ms() / 1000) * 1e9)
+            page.add_samples([(t_ns, "psutil", "cpu.util", 50.0, "%", "measured"),
+                              (t_ns, "psutil", "cpu0.util", 40.0, "%", "measured")])
+            clock._tick()
+        return util.frames - frames
+
+    assert seconds(5, 0) == 50  # 10 Hz, as the sampler delivers, while nothing measures
+    live_plot.set_quiet(PaintRates(latency_ms=500, telemetry_ms=1000))
+    assert seconds(5, 5) == 5  # 1 Hz while a run measures
+    tabs.setCurrentIndex(1)
+    assert seconds(5, 10) == 0  # hidden behind another page: not redrawn
+    live_plot.set_quiet(None)
+    tabs.setCurrentIndex(0)
+    assert util.data("CPU total")[0][-1] == pytest.approx(14.5)
+    assert util._series["CPU total"].curve.getData()[0][-1] == pytest.approx(14.5)  # caught up when shown
