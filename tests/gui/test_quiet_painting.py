@@ -22,7 +22,7 @@ MESSAGE_MS = 100  # the session delivers latencies and samples about ten times a
 
 
 @pytest.fixture
-def clock():
+def clock(qapp):
     """The plots' timer, stopped so the test ticks it by hand; full-speed painting again afterwards."""
     hub = live_plot.paint_clock()
     hub._timer.stop()
