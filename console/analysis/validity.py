@@ -334,6 +334,7 @@ def _stability(windows: list[dict[str, Any]], n: int, rate: float | None, measur
     if spread is not None and all(m is not None for m in every):  # drift vs jitter: console.analysis.drift
         verdict = drift.judge(every, k, rules.stability_tolerance, noise_floor, spread)
         info.update(verdict=verdict["verdict"], text=verdict["text"], noise=verdict["noise"],
+                    typical_spread=verdict["typical_spread"],
                     allowance=verdict["allowance"], trend=verdict["trend"], drift_threshold=verdict["drift_threshold"])
         return verdict["valid"], info, drift.reason(verdict, k, every, measured_s)
     if spread is not None and spread <= rules.stability_tolerance:

@@ -23,9 +23,9 @@ def windowed(levels, seed, block_s=0.5, median_ms=1.0, sigma=0.05):
     return latency, np.concatenate([[0.0], np.cumsum(latency)[:-1]]) + 3e12
 
 
-def jitter(seed, amplitude):
-    """Ten window levels, each independently up to ±amplitude/2 around 1: a machine that jitters, no trend."""
-    return 1.0 + amplitude * (np.random.default_rng(1000 + seed).random(10) - 0.5)
+def jitter(seed, amplitude, count=10):
+    """`count` window levels, each independently up to ±amplitude/2 around 1: a machine that jitters, no trend."""
+    return 1.0 + amplitude * (np.random.default_rng(1000 + seed).random(count) - 0.5)
 
 
 def floor(spread):
@@ -96,10 +96,18 @@ def test_a_fall_is_an_unfinished_warmup():
 
 
 def test_jumps_beyond_twice_the_noise_are_unsteady():
-    levels = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.5, 1.0]  # one window 50% off near the end
+    levels = [1.0, 1.5, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5]  # windows jump 50%, no trend
     result = assess(*windowed(levels, 0), noise_floor=floor(0.10))
     assert rules_of(result) == ["stability"] and result["stability"]["verdict"] == "unsteady"
     assert "more than 2× this machine's noise (10%)" in result["stability"]["text"]
+    assert result["stability"]["typical_spread"] == pytest.approx(0.5, abs=0.05)
+
+
+def test_one_window_off_in_an_otherwise_steady_run_is_jitter_not_unsteady():
+    levels = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.5, 1.0]  # one window 50% off near the end
+    result = assess(*windowed(levels, 0), noise_floor=floor(0.10))
+    assert result["valid"] and result["stability"]["verdict"] == "jittery"
+    assert result["stability"]["spread"] == pytest.approx(0.5, abs=0.05)  # the last windows' spread is still shown
 
 
 def test_the_floor_used_is_kept_with_the_result():
@@ -128,7 +136,7 @@ def test_mann_whitney_exact_p():
 
 def test_too_few_windows_cannot_show_a_drift():
     assert drift.trend([1.0, 2.0, 3.0, 4.0, 5.0]) is None
-    verdict = drift.judge([1.0, 1.0, 1.3, 1.4, 1.5], 3, 0.1, floor(0.10))
+    verdict = drift.judge([1.0, 1.12, 1.0, 1.12, 1.05], 3, 0.1, floor(0.10))
     assert verdict["trend"] is None and verdict["verdict"] == "jittery"
 
 
