@@ -12,63 +12,28 @@ each with its distribution-free 95% interval, judged by the shared rule (bench_v
 """
 
 import statistics
-import time
 
-import numpy as np
-import pyqtgraph as pg
+from bench_hour import HOUR_AT_10HZ, LATENCY_POINTS, SERIES, frame_ms, hour_on_screen
 from bench_stats import median_with_interval, paired_ratios
 from bench_verdict import Goal, judge
-from PySide6 import QtWidgets
 
-from widgets.live_plot import LatencyPlot, TimeSeriesPlot
-
-HOUR_AT_10HZ = 36_000
-LATENCY_POINTS = 1_000_000
-SERIES = ["CPU total"] + [f"cpu{i}" for i in range(16)]
 ROUNDS = 11  # 11 pairs bound a median between the 2nd and 10th values at 95%
 RATIO_GOAL = Goal.at_most(1.0)
 FRAME_GOAL = Goal.at_most(250, "ms")
 
 
-def frame_ms(widgets, update) -> float:
-    app = QtWidgets.QApplication.instance()
-    started = time.perf_counter()
-    update()
-    for widget in widgets:
-        widget.repaint()
-    app.processEvents()
-    return (time.perf_counter() - started) * 1e3
-
-
 def test_an_hour_of_data_redraws_faster_than_a_naive_plot(qtbot, bench):
-    rng = np.random.default_rng(0)
-    t = np.arange(HOUR_AT_10HZ) / 10.0
-    t_lat = np.sort(rng.random(LATENCY_POINTS)) * 3600.0
-    lat = 1 + rng.gamma(2.0, 0.3, LATENCY_POINTS)
-    values = {name: 50 + 40 * np.sin(t / 60 + i) + 5 * rng.random(t.size) for i, name in enumerate(SERIES)}
-
-    latency, utilization = LatencyPlot(), TimeSeriesPlot("Utilization", "utilization", "%", y_range=(0, 100))
-    naive_latency, naive_utilization = pg.PlotWidget(), pg.PlotWidget()
-    for widget in (latency, utilization, naive_latency, naive_utilization):
-        qtbot.addWidget(widget)
-        widget.resize(1400, 450)
-        widget.show()
-    latency.set_data(t_lat, lat)
-    for name in SERIES:
-        utilization.set_data(name, t, values[name])
+    hour = hour_on_screen(qtbot)
+    latency, utilization, t, t_lat, lat, values = (hour.latency, hour.utilization, hour.t, hour.t_lat, hour.lat,
+                                                   hour.values)
+    naive_latency, naive_utilization = hour.bare_latency, hour.bare_utilization
     naive_curves = [naive_latency.plot(t_lat, lat)] + [naive_utilization.plot(t, values[n]) for n in SERIES]
     frame_ms([latency, utilization], lambda: (latency.refresh(), utilization.refresh()))  # first: percentiles
 
-    per_tick = round(LATENCY_POINTS / 3600.0 / 10)
     ticks = iter(range(1, 10 * ROUNDS + 1))
 
     def redraw_ours():
-        now = 3600.0 + next(ticks) / 10.0
-        latency.add_latencies(now - 0.1 + np.arange(per_tick) * 0.1 / per_tick, lat[:per_tick])
-        for name in SERIES:
-            utilization.add_points(name, [now], values[name][-1:])
-        latency.refresh()
-        utilization.refresh()
+        hour.add_tick(3600.0 + next(ticks) / 10.0)
 
     def redraw_naive():
         naive_curves[0].setData(t_lat, lat)

@@ -33,18 +33,14 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
-import pyqtgraph as pg
 import pytest
+from bench_hour import SERIES, frame_ms, hour_on_screen
 from bench_load import QUIET_OTHER_PERCENT, cpu_clock, other_percent
 from bench_stats import median_with_interval, paired_ratios
 from bench_verdict import FAIL, UNDECIDED, Goal, judge, undecided
-from PySide6 import QtWidgets
-
-from widgets.live_plot import LatencyPlot, TimeSeriesPlot
 
 PAIRS = int(os.environ.get("WVH_PAIRS", 8))
 ROUND_S = float(os.environ.get("WVH_ROUND_S", 3.0))
@@ -77,53 +73,23 @@ def test_a_run_in_demo_mode_measures_like_a_headless_run(tmp_path, bench):
 
 
 # ---- 4: the live frame with an hour on screen against a bare PlotWidget
-HOUR_AT_10HZ = 36_000
-LATENCY_POINTS = 1_000_000
-SERIES = ["CPU total"] + [f"cpu{i}" for i in range(16)]
 FRAME_ROUNDS = 11
 
 
-def _frame_ms(widgets, update) -> float:
-    app = QtWidgets.QApplication.instance()
-    started = time.perf_counter()
-    update()
-    for widget in widgets:
-        widget.repaint()
-    app.processEvents()
-    return (time.perf_counter() - started) * 1e3
-
-
 def test_the_live_frame_with_an_hour_costs_little_more_than_bare_pyqtgraph(qtbot, bench):
-    rng = np.random.default_rng(0)
-    t = np.arange(HOUR_AT_10HZ) / 10.0
-    t_lat = np.sort(rng.random(LATENCY_POINTS)) * 3600.0
-    lat = 1 + rng.gamma(2.0, 0.3, LATENCY_POINTS)
-    values = {name: 50 + 40 * np.sin(t / 60 + i) + 5 * rng.random(t.size) for i, name in enumerate(SERIES)}
-    latency, utilization = LatencyPlot(), TimeSeriesPlot("Utilization", "utilization", "%", y_range=(0, 100))
-    bare_latency, bare_utilization = pg.PlotWidget(), pg.PlotWidget()
-    for widget in (latency, utilization, bare_latency, bare_utilization):
-        qtbot.addWidget(widget)
-        widget.resize(1400, 450)
-        widget.show()
-    latency.set_data(t_lat, lat)
-    for name in SERIES:
-        utilization.set_data(name, t, values[name])
-    _frame_ms([latency, utilization], lambda: (latency.refresh(), utilization.refresh()))  # first: percentiles
+    hour = hour_on_screen(qtbot)
+    latency, utilization = hour.latency, hour.utilization
+    bare_latency, bare_utilization = hour.bare_latency, hour.bare_utilization
+    frame_ms([latency, utilization], lambda: (latency.refresh(), utilization.refresh()))  # first: percentiles
     ours_curves = [latency._curve, latency._p50_line, latency._p99_line] + \
         [utilization._series[name].curve for name in SERIES]
     bare_curves = [bare_latency.plot() for _ in range(3)] + [bare_utilization.plot() for _ in SERIES]
 
-    per_tick = round(LATENCY_POINTS / 3600.0 / 10)
     ticks = iter(range(1, 10 * FRAME_ROUNDS + 1))
     shown: list[tuple[np.ndarray, np.ndarray]] = []
 
     def ours():
-        now = 3600.0 + next(ticks) / 10.0
-        latency.add_latencies(now - 0.1 + np.arange(per_tick) * 0.1 / per_tick, lat[:per_tick])
-        for name in SERIES:
-            utilization.add_points(name, [now], values[name][-1:])
-        latency.refresh()
-        utilization.refresh()
+        hour.add_tick(3600.0 + next(ticks) / 10.0)
 
     def bare():  # the very points our curves show now (taken before the clock starts)
         for curve, (x, y) in zip(bare_curves, shown, strict=True):
@@ -133,11 +99,11 @@ def test_the_live_frame_with_an_hour_costs_little_more_than_bare_pyqtgraph(qtbot
     for k in range(FRAME_ROUNDS):
         for side in ("ours", "bare") if k % 2 == 0 else ("bare", "ours"):
             if side == "ours":
-                ours_ms.append(_frame_ms([latency, utilization], ours))
+                ours_ms.append(frame_ms([latency, utilization], ours))
             else:
                 shown[:] = [tuple(np.array(a) for a in curve.getData()) for curve in ours_curves]
                 points.append(sum(x.size for x, _ in shown))
-                bare_ms.append(_frame_ms([bare_latency, bare_utilization], bare))
+                bare_ms.append(frame_ms([bare_latency, bare_utilization], bare))
     ratio, interval = median_with_interval(paired_ratios(ours_ms, bare_ms))
     print(f"\n[benchmark] live frame with an hour on screen: console {statistics.median(ours_ms):.1f} ms, bare "
           f"pyqtgraph with the same {statistics.median(points):,.0f} visible points {statistics.median(bare_ms):.1f} "
