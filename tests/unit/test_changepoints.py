@@ -78,6 +78,7 @@ def test_a_run_against_its_baseline(tmp_path):
         block = baseline.against_stored_baseline(store, slower, store.latencies(slower["run_id"])[1])
         assert block["run_id"] == first and block["verdict"] == "slower" and block["ratio"] > 1.2
         assert block["ci95"][0] > 1.02 and block["p_value"] < 0.01
+        # the same distribution: shown equivalent (the interval inside the noise band), never slower or faster
         assert baseline.against_stored_baseline(store, same, store.latencies(same["run_id"])[1])["verdict"] == \
-            "no difference"
+            "equivalent"
         assert baseline.against_stored_baseline(store, store.get_run(first), np.ones(5)) is None  # it is the baseline
