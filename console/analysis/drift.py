@@ -45,8 +45,11 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from console.analysis import compare
+
 ALPHA = 0.05  # the drift test's two-sided significance level
 NOISE_MULTIPLIER = 2.0  # the last K windows may spread this many times the machine's typical spread
+EXACT_MAX_WINDOWS = 25  # a half's windows up to which the exact U distribution is counted
 MIN_TREND_WINDOWS = 6  # fewer windows cannot show a drift (3 + 3 windows: the smallest exact p is 0.1)
 
 STABLE, JITTERY, DRIFT, UNSTEADY = "stable", "jittery", "drift", "unsteady"
@@ -182,11 +185,15 @@ def reason(verdict: Mapping[str, Any], k: int, medians: Sequence[float], measure
 def mann_whitney_p(first: Sequence[float], second: Sequence[float]) -> float:
     """Exact two-sided p of the Mann–Whitney U test (ties count a half), by the permutation distribution of U.
 
-    Exact because the samples are window counts (5 + 5 by default), where the normal approximation is poor; with
+    Exact because the samples are window counts (5 + 5 by default), where the normal approximation is poor; above
+    EXACT_MAX_WINDOWS a half (an until-stable run's many windows) the tie-corrected normal approximation, which is
+    good there and needs no table; with
     ties the distribution assumes none, slightly conservative for the few ties window medians can have."""
     a, b = len(first), len(second)
     if not a or not b:
         raise ValueError("both halves need at least one window")
+    if max(a, b) > EXACT_MAX_WINDOWS:  # the exact table grows as (a·b)²: a long until-stable run has hundreds
+        return float(compare.mann_whitney_u(list(second), list(first), "asymptotic")["p_value"])
     u = sum(1.0 if y > x else 0.5 if y == x else 0.0 for x in first for y in second)
     low = min(u, a * b - u)
     counts = _u_counts(a, b)

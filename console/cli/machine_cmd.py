@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--repeats", type=whole(1, 1000), default=5, metavar="N",
                         help="at least this many measurements per ceiling, 1 to 1000 (default 5; more until "
-                             "its interval is within ±5%, up to 10 s)")
+                             "its interval is within ±5%%, up to 10 s)")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes: checks the machinery in seconds, but the figures are not ceilings")
     parser.add_argument("--cluster", default=None, metavar="ADDRESS",

@@ -134,6 +134,13 @@ def test_mann_whitney_exact_p():
         drift.mann_whitney_p([], [1.0])
 
 
+def test_many_windows_use_the_normal_approximation_without_a_table():
+    steady = [1.0 + 0.01 * (i % 7) for i in range(300)]
+    p = drift.mann_whitney_p(steady[:150], steady[150:])
+    assert 0.2 < p <= 1.0
+    assert drift.mann_whitney_p(steady[:150], [x * 1.2 for x in steady[150:]]) < 1e-6
+
+
 def test_too_few_windows_cannot_show_a_drift():
     assert drift.trend([1.0, 2.0, 3.0, 4.0, 5.0]) is None
     verdict = drift.judge([1.0, 1.12, 1.0, 1.12, 1.05], 3, 0.1, floor(0.10))
