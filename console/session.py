@@ -108,26 +108,26 @@ class RunSession:
         if self._remote is None and self._partition.confined:  # before anything is spawned: children inherit it
             self._hold = console_partition.Hold(self._partition, self._hub.pid if self._hub is not None else None)
             self._hold.acquire()
-        if self._remote is not None:
-            self._worker = self._remote(self.spec, self._on_worker_event, self._on_worker_end,
-                                        on_samples=self._on_samples, on_sources=self._on_sources,
-                                        on_node=self._on_node, telemetry_hz=self._telemetry_hz, run_id=self.run_id)
-        else:
-            self._worker = WorkerRun(self.spec, self._on_worker_event, self._on_worker_end, entry=self._entry,
-                                     pool=self._pool, partition=self._partition)
-        if self._own_hub:
-            self._hub = TelemetryHub(rate_hz=self._telemetry_hz)
-            self._hub.start()
-            if self._hold is not None:
-                self._hold.add_sampler(self._hub.pid)
-        if self._remote is None:
-            self._console_cpu = ConsoleCpu(self._hub.pid if self._hub is not None else None)
-        if self._hub is not None:
-            self._subscription = self._hub.subscribe(self._on_samples, self._on_sources)
-        try:
+        try:  # anything that fails before the worker runs (spawn, sampler, subscription): no run, cores back
+            if self._remote is not None:
+                self._worker = self._remote(self.spec, self._on_worker_event, self._on_worker_end,
+                                            on_samples=self._on_samples, on_sources=self._on_sources,
+                                            on_node=self._on_node, telemetry_hz=self._telemetry_hz, run_id=self.run_id)
+            else:
+                self._worker = WorkerRun(self.spec, self._on_worker_event, self._on_worker_end, entry=self._entry,
+                                         pool=self._pool, partition=self._partition)
+            if self._own_hub:
+                self._hub = TelemetryHub(rate_hz=self._telemetry_hz)
+                self._hub.start()
+                if self._hold is not None:
+                    self._hold.add_sampler(self._hub.pid)
+            if self._remote is None:
+                self._console_cpu = ConsoleCpu(self._hub.pid if self._hub is not None else None)
+            if self._hub is not None:
+                self._subscription = self._hub.subscribe(self._on_samples, self._on_sources)
             self._worker.start()
         except BaseException:
-            if self._hold is not None:  # no run: the console gets its cores back
+            if self._hold is not None:
                 self._hold.release()
             raise
         if self._remote is None:

@@ -135,3 +135,26 @@ def test_compare_says_when_two_runs_differ_in_their_partition(tmp_path):
     as_json = subprocess.run([sys.executable, "-m", "console", "compare", *ids, "--json", "--db", db],
                              capture_output=True, text=True, timeout=120, env=env)
     assert json.loads(as_json.stdout)["partition"]["same"] is False
+
+
+def test_a_run_that_fails_to_start_gives_the_console_its_cores_back(tmp_path, monkeypatch):
+    import console.session as session_module
+
+    class BrokenHub:
+        def __init__(self, **_):
+            pass
+
+        def start(self):
+            raise OSError("the sampler could not be spawned")
+
+    monkeypatch.setattr(session_module, "TelemetryHub", BrokenHub)
+    before = _affinity(0)
+    writer = HistoryWriter.open(tmp_path / "h.db")
+    try:
+        session = RunSession(RunSpec(duration_s=0.6, warmup_s=0.1), writer, partition=partition.plan(1))
+        with pytest.raises(OSError, match="sampler could not be spawned"):
+            session.start()
+    finally:
+        writer.close()
+    assert _affinity(0) == before
+    assert partition.Hold._holders == 0  # a later run's hold releases again
