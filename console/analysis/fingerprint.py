@@ -3,7 +3,9 @@
 Runs with one fingerprint form a series, the unit of regression tracking. The configuration holds what the
 engineer chose to measure — the model (a model file by its content hash, so a renamed copy is the same model and
 an edited one is not), its parameters and input shapes, the engine and its options, target, precision, batch,
-threads, mode, scenario and its options, and the host. It leaves out how long the run measured (duration,
+threads, mode, scenario and its options, how many cores the worker was confined to (a run with a core partition:
+a window run, or the CLI's --console-cores; runs without one keep the key out, so older series go on), and the
+host. It leaves out how long the run measured (duration,
 iterations, warm-up, limits, name, measuring until stable), which change the confidence, not the quantity.
 
 Engine, driver and OS versions and the device name are left out on purpose: a series must span a framework or
@@ -42,6 +44,9 @@ def configuration(spec: dict[str, Any], environment: dict[str, Any] | None = Non
     digest = model_file_sha256(environment)
     if digest:
         config["model"] = f"sha256:{digest}"
+    worker_cpus = _confined_worker_cpus(environment)
+    if worker_cpus is not None:  # the cores the worker had: "auto" threads follow them, and so does the latency
+        config["worker_cpus"] = worker_cpus
     config["host"] = hostname
     if host_id:
         config["host_id"] = host_id
@@ -109,3 +114,12 @@ def _config_of(run: dict[str, Any]) -> dict[str, Any]:
 
 def _changed(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     return [(key, a.get(key), b.get(key)) for key in sorted(set(a) | set(b), key=str) if a.get(key) != b.get(key)]
+
+
+def _confined_worker_cpus(environment: dict[str, Any] | None) -> int | None:
+    """How many CPUs a partitioned run's worker had (environment.partition), None when it was not confined."""
+    placed = (environment or {}).get("partition")
+    if not isinstance(placed, dict) or not placed.get("confined"):
+        return None
+    cpus = placed.get("worker_cpus")
+    return len(cpus) if isinstance(cpus, list) and cpus else None

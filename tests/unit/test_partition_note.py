@@ -51,3 +51,17 @@ def test_what_changed_around_the_measurement_names_the_partition():
     assert changed == [{"field": "host.core_partition", "a": "worker CPUs 1, console CPUs 0",
                         "b": "not confined (the console shared the worker's cores)", "kind": "environment"}]
     assert not [d for d in differences(a, dict(a)) if d["field"] == "host.core_partition"]
+
+
+def test_the_worker_cores_are_part_of_the_configuration_only_when_confined():
+    from console.analysis.fingerprint import configuration, fingerprint
+
+    spec = {"model": "mlp", "engine": "torch", "target": "cpu", "batch": 1, "threads": None}
+    window = {"partition": {"confined": True, "worker_cpus": [1], "console_cpus": [0]}}
+    headless = {"partition": {"confined": False, "reason": "no partition given to this run"}}
+    wide = {"partition": {"confined": True, "worker_cpus": [1, 2, 3], "console_cpus": [0]}}
+    prints = {name: fingerprint(configuration(spec, env, "lab-a")) for name, env in
+              (("window", window), ("headless", headless), ("old", None), ("wide", wide))}
+    assert configuration(spec, window, "lab-a")["worker_cpus"] == 1
+    assert prints["headless"] == prints["old"]  # unpartitioned runs keep the series they had
+    assert len({prints["window"], prints["headless"], prints["wide"]}) == 3  # "auto" threads differ with the cores
