@@ -81,6 +81,8 @@ def main(args: argparse.Namespace) -> int:
     from console.analysis.partition_note import partition_note
 
     partition = partition_note(run_a, run_b)  # a window run and a headless one compare alike only when equal
+    if args.interleave:  # the rounds here ran both sides the same way: the note is about the stored pair only
+        partition = {**partition, "applies_to": "the stored pair; the interleaved rounds ran both sides alike"}
     same = not any(change["kind"] == "configuration" for change in changes)
     report = {"run_a": run_a["run_id"], "run_b": run_b["run_id"], "label_a": _run_label(run_a),
               "label_b": _run_label(run_b), **result, "same_configuration": same, "differences": changes,
@@ -102,7 +104,8 @@ def main(args: argparse.Namespace) -> int:
                   "alternating rounds until it can")
         _print_differences(changes, same)
         if partition["same"] is not True:
-            print(f"  {partition['text']}")
+            scope = f" ({partition['applies_to']})" if "applies_to" in partition else ""
+            print(f"  {partition['text']}{scope}")
     if not args.fail_on:
         return EXIT_OK
     return {"yes": EXIT_FAILED, "no": EXIT_OK}.get(result["answer"], EXIT_UNDECIDED)

@@ -57,6 +57,7 @@ def test_interleave_answers_what_the_pair_could_not(pair, monkeypatch, capsys):
     assert code == 1 and result["answer"] == "yes" and result["verdict"] == "slower"
     assert result["stopped"] == "answered" and result["rounds"] == 8 and result["order"] == "ABBA" * 4
     assert result["pair"]["verdict"] == "undecided"  # the stored pair's own verdict is kept beside
+    assert result["partition"]["applies_to"].startswith("the stored pair")  # the rounds ran both sides alike
     assert {duration for _, _, duration, _ in seen} == {0.5}
     assert seen[0][3] == f"interleave {a[:8]}/{b[:8]} A"
 
