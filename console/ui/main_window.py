@@ -159,6 +159,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
             # Paint less while a run measures; connected after the pages, so the catch-up sees their final state.
             self.paint_budget = PaintBudget(self.settings.paint_rates(), workspace.telemetry_hz, parent=self)
             self.controller.sig_event.connect(self.paint_budget.handle)
+            self.sweep_page.sig_run_event.connect(self.paint_budget.handle, QtCore.Qt.ConnectionType.QueuedConnection)
         self.history_page.reload()
         if workspace.startup_error:
             error = workspace.startup_error

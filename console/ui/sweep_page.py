@@ -51,6 +51,9 @@ class SweepPage(QtWidgets.QWidget):
     sig_sweep_finished = QtCore.Signal(object)  # the sweep record
     sig_running = QtCore.Signal(bool)
     _relay = QtCore.Signal(object)  # emitted on the sweep's thread, delivered queued on the GUI thread
+    # a point's phase and end events (emitted on the sweep's thread; connect queued): the window's paint budget
+    # quiets the plots while a point measures, as it does for a run from the Run page
+    sig_run_event = QtCore.Signal(object)
 
     # ---- Public API
     def __init__(self, workspace: Workspace | None = None, base_values: Callable[[], dict[str, Any]] | None = None,
@@ -107,6 +110,7 @@ class SweepPage(QtWidgets.QWidget):
             if not self._trusted(base):
                 return False
             sweep = SweepRun(base, grid, self._writer, name=self.name_edit.text().strip(), on_point=self._relay.emit,
+                             on_event=self._point_event,
                              targets=self._targets() or None, strict=False,
                              session_options=self._workspace.session_options(), remote_for=remote_for)
         except SpecError as exc:
@@ -375,6 +379,11 @@ class SweepPage(QtWidgets.QWidget):
     def _refuse(self, message: str) -> None:
         self._error.setText(message)
         self._error.show()
+
+    def _point_event(self, _index: int, event: dict[str, Any]) -> None:
+        """On the sweep's thread: pass on only what the paint budget needs (never the latency batches)."""
+        if event.get("type") in ("phase", "started", "finished"):
+            self.sig_run_event.emit({"type": event["type"], "phase": event.get("phase")})
 
     def _run(self, sweep: SweepRun) -> None:
         try:

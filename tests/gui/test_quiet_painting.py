@@ -346,3 +346,19 @@ def test_the_system_page_redraws_at_the_telemetry_rate_while_a_run_measures_and_
     tabs.setCurrentIndex(0)
     assert util.data("CPU total")[0][-1] == pytest.approx(14.5)
     assert util._series["CPU total"].curve.getData()[0][-1] == pytest.approx(14.5)  # caught up when shown
+
+
+def test_a_sweep_point_that_measures_quiets_the_window_too(qtbot, tmp_path):
+    from console.ui.app import build_main_window
+
+    win = build_main_window(tmp_path / "history.db", discover_targets=False)
+    qtbot.addWidget(win)
+    try:
+        assert win.paint_budget is not None and not win.paint_budget.quiet
+        win.sweep_page._point_event(0, {"type": "latencies", "t_ns": [1], "latency_ns": [1]})  # never passed on
+        win.sweep_page._point_event(0, {"type": "phase", "phase": "measuring"})
+        qtbot.waitUntil(lambda: win.paint_budget.quiet, timeout=5_000)  # queued from the sweep's thread
+        win.sweep_page._point_event(0, {"type": "finished", "record": {}})
+        qtbot.waitUntil(lambda: not win.paint_budget.quiet, timeout=5_000)
+    finally:
+        win.paint_budget.release()
