@@ -1,11 +1,14 @@
 """The machine's noise floor for a run: a recent stored one, or a quick one measured now (engines.machine.noise).
 
-Where it comes from, newest first, if younger than MAX_AGE_S: the machine card of this host and target (its 1-s
-windows, measured with the card; console.machine.stored_card is the one card lookup) or the quick floor kept next to
-the history (noise_floor.json, by host). Otherwise `noise_floor_for` measures a quick one (10 windows of 0.25 s, in
-a spawned process so the console never competes with it, ~3 s) and keeps it. Why an age limit: the noise floor is a
-property of the machine *now* — the programs beside the run, its temperature — so a floor from an hour ago says
-little about this run's windows; ten minutes keeps a series of runs from paying 3 s each.
+Where it comes from, the newest usable one: the machine card of this host and target (its 1-s windows, measured
+with the card; console.machine.stored_card is the one card lookup), whatever its age, which is stated; or the quick
+floor kept next to the history (noise_floor.json, by host) if younger than MAX_AGE_S. Otherwise `noise_floor_for`
+measures a quick one (10 windows of 0.25 s, in a spawned process so the console never competes with it, ~3 s) and
+keeps it. Why the card's floor stands: it is the machine's noise measured with care (1-s windows, the card's own
+session), and the card is what a lab measures once per machine; with an age limit on it the window and sweeps almost
+never had a floor. Why the quick floor expires: it is a 3-s glimpse of the machine *now* — the programs beside the
+run, its temperature — so it says little about a run an hour later; ten minutes keeps a series of runs from paying
+3 s each.
 
 A quick floor's windows (0.25 s) are shorter than a run's (a tenth of its duration): shorter windows average less,
 so their spread is, if anything, larger, and judging a run against it errs towards calling jitter jitter, never
@@ -55,21 +58,30 @@ def noise_floor_for(target: str = "cpu", db: str | os.PathLike | None = None, *,
 
 def recent(target: str = "cpu", db: str | os.PathLike | None = None, *, max_age_s: float = MAX_AGE_S,
            now: float | None = None) -> dict[str, Any] | None:
-    """The newest noise floor of this host no older than `max_age_s`: the machine card's or the kept quick one,
-    with "source" and "age_s" added; None when neither is recent (or there is no history yet)."""
+    """The newest usable noise floor of this host: the machine card's (any age: it is the machine's noise, and its
+    age is stated) or the kept quick one if no older than `max_age_s`, with "source" and "age_s" added; None when
+    there is neither (or no history yet)."""
     now = time.time() if now is None else now
-    found = []
+    fresh = []
     card_floor = _card_floor(target, db)
-    if card_floor is not None:
-        found.append(card_floor)
+    if card_floor is not None and _epoch(card_floor) is not None:
+        fresh.append(card_floor)
     kept = kept_floor(db)
-    if kept is not None:
-        found.append({**kept, "source": "quick measurement kept from an earlier run"})
-    fresh = [f for f in found if _epoch(f) is not None and 0 <= now - _epoch(f) <= max_age_s]
+    if kept is not None and _epoch(kept) is not None and 0 <= now - _epoch(kept) <= max_age_s:
+        fresh.append({**kept, "source": "quick measurement kept from an earlier run"})
     if not fresh:
         return None
     newest = max(fresh, key=_epoch)
     return {**newest, "age_s": now - _epoch(newest)}
+
+
+def usable(target: str = "cpu", db: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """`recent`, never raising (an unreadable history or cache is no floor): what a run looks up when it starts,
+    without measuring (the window and a sweep measure a quick one before, off the GUI thread)."""
+    try:
+        return recent(target, db)
+    except Exception:  # noqa: BLE001 — no floor is judged by the plain tolerance, and says so
+        return None
 
 
 def measure_quick(timeout_s: float = QUICK_TIMEOUT_S) -> dict[str, Any]:
@@ -114,7 +126,7 @@ def describe(floor: dict[str, Any] | None) -> str:
     if not isinstance(floor, dict) or not isinstance(floor.get("spread"), (int, float)):
         return "noise floor not measured (labconsole machine measures it with the card)"
     age = floor.get("age_s")
-    when = f", {_age(age)} ago" if isinstance(age, (int, float)) else ""
+    when = f", {age_text(age)} ago" if isinstance(age, (int, float)) else ""
     source = floor.get("source") or ("quick measurement" if floor.get("quick") else "machine card")
     return (f"noise floor {floor['spread']:.0%} between {floor.get('window_s', 0):g}-s windows "
             f"({source}{when})")
@@ -152,6 +164,13 @@ def _read(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def age_text(seconds: float) -> str:
+    """"40 s", "12 min", "3.0 h" or "5 days": a floor's age, stated beside it."""
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:.0f} days"
+    return _age(seconds)
 
 
 def _age(seconds: float) -> str:

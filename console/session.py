@@ -67,7 +67,12 @@ class RunSession:
 
         self.spec = spec.validate()
         self.rules = rules if rules is not None else rules_file.in_force()
-        rules_file.aim(self.spec, self.rules.rules)
+        if noise_floor is None and remote is None and getattr(writer, "path", None):
+            # the stored floor (the card's, or a recent quick one): the run aims for it and is judged by it
+            from console import noise
+
+            noise_floor = noise.usable(spec.target, writer.path)
+        rules_file.aim(self.spec, self.rules.rules, noise_floor)  # until stable: the allowance it is judged by
         self.run_id = uuid.uuid4().hex
         self._writer = writer
         self._listener = listener or (lambda event: None)
@@ -87,8 +92,8 @@ class RunSession:
         self._own_hub = hub is None and bool(telemetry_hz)
         self._subscription: int | None = None
         self._remote = remote
-        # The machine's noise floor the run is judged against (console.noise; the CLI measures one before the run
-        # when none is recent); None: the recent stored one, looked up when the run ends, if any.
+        # The machine's noise floor the run is judged against (console.noise; the CLI and a sweep measure one before
+        # the run when none is usable); None: none was stored at the start, looked up again when the run ends.
         self._noise_floor = noise_floor
         self._pool = pool if remote is None else None
         self._host: dict[str, Any] | None = None  # the node's host row, for a remote run

@@ -71,6 +71,14 @@ def noise_of(floor: Mapping[str, Any] | None, k: int) -> float | None:
     return float(spread) if isinstance(spread, (int, float)) and math.isfinite(spread) and spread >= 0 else None
 
 
+def allowance_for(floor: Mapping[str, Any] | None, k: int, tolerance: float) -> float | None:
+    """max(tolerance, NOISE_MULTIPLIER × the floor's typical spread of k windows): what `judge` allows the run's
+    typical spread; None without a floor (then only the tolerance on the last k windows applies). A run measured
+    until stable aims for it (console.analysis.rules_file.aim), so the engine stops where the verdict is valid."""
+    noise = noise_of(floor, k)
+    return None if noise is None else max(float(tolerance), NOISE_MULTIPLIER * noise)
+
+
 def trend(medians: Sequence[float]) -> dict[str, Any] | None:
     """The drift test on window medians (module docstring): change of the second half's median against the first
     half's, its exact two-sided Mann–Whitney p, and the Theil–Sen end-to-end change; None below MIN_TREND_WINDOWS
@@ -92,11 +100,18 @@ def trend(medians: Sequence[float]) -> dict[str, Any] | None:
 
 
 def judge(medians: Sequence[float], k: int, tolerance: float, floor: Mapping[str, Any] | None = None,
-          spread: float | None = None) -> dict[str, Any]:
+          spread: float | None = None, base_windows: int | None = None) -> dict[str, Any]:
     """The stability verdict of a run from its window medians (all of them, in order; none missing).
 
     k, tolerance: the rules' stable_windows and stability_tolerance; floor: the machine's noise floor (None: not
-    measured); spread: the last k windows' largest / smallest − 1 (computed when None).
+    measured); spread: the last k windows' largest / smallest − 1 (computed when None). base_windows: for a run
+    measured until stable and extended past its duration, the windows of one duration: a FALL over the whole run
+    whose last `base_windows` windows show no drift is warm-up that settled while the engine extended the run
+    (`settled`, valid, with a note), not a drift. Why only a fall: an until-stable run is extended precisely
+    because its first windows were still settling (caches, allocator, clock ramp-up: latency falls), and the
+    engine then stopped on steady windows, so "drift: latency fell" beside "stable after N windows" told the
+    user two opposite things about one run. A rise is never warm-up (throttling, a competing program, growing
+    state): it stays a drift however the run ended.
 
     Returns verdict (STABLE | JITTERY | DRIFT | UNSTEADY), valid, text (the one-line answer), spread, typical_spread
     (the median spread of every k consecutive windows), tolerance, noise (fraction or None), allowance
@@ -113,16 +128,25 @@ def judge(medians: Sequence[float], k: int, tolerance: float, floor: Mapping[str
     found = trend(values)
     result = {"spread": spread, "typical_spread": typical, "tolerance": tolerance, "noise": noise,
               "allowance": allowance, "trend": found, "drift_threshold": threshold, "alpha": ALPHA,
-              "noise_multiplier": NOISE_MULTIPLIER}
-    if found is not None and found["p_value"] <= ALPHA and abs(found["change"]) > threshold:
-        direction = "rose" if found["change"] > 0 else "fell"
-        return {**result, "verdict": DRIFT, "valid": False,
-                "text": f"drift: latency {direction} {abs(found['change']):.0%} over the run"}
+              "noise_multiplier": NOISE_MULTIPLIER, "settled": None}
+    if _drifts(found, threshold):
+        final = trend(values[-base_windows:]) if base_windows and len(values) > base_windows else None
+        if found["change"] < 0 and final is not None and not _drifts(final, threshold):
+            result["settled"] = {"change": found["change"], "p_value": found["p_value"],
+                                 "final_windows": int(base_windows), "final_trend": final,
+                                 "text": f"latency fell {abs(found['change']):.0%} while the run was extended "
+                                         f"(warm-up still settling); no drift over the last {base_windows} "
+                                         f"windows"}
+        else:
+            direction = "rose" if found["change"] > 0 else "fell"
+            return {**result, "verdict": DRIFT, "valid": False,
+                    "text": f"drift: latency {direction} {abs(found['change']):.0%} over the run"}
+    settled = f"; {result['settled']['text']}" if result["settled"] else ""
     if spread <= tolerance:
-        return {**result, "verdict": STABLE, "valid": True, "text": "stable"}
+        return {**result, "verdict": STABLE, "valid": True, "text": "stable" + settled}
     if noise is not None and typical is not None and typical <= allowance:
         return {**result, "verdict": JITTERY, "valid": True,
-                "text": f"jittery machine (noise {noise:.0%}), no drift"}
+                "text": f"jittery machine (noise {noise:.0%}), no drift" + settled}
     if noise is not None and typical is not None:
         return {**result, "verdict": UNSTEADY, "valid": False,
                 "text": f"unsteady: {k} windows in a row typically differ by {typical:.0%}, more than "
@@ -169,15 +193,17 @@ def reason(verdict: Mapping[str, Any], k: int, medians: Sequence[float], measure
                           f"{verdict['drift_threshold']:.0%}; {noise_text}: {cause}",
                 "fix": fix}
     typical = verdict.get("typical_spread")
-    typical_text = (f"{k} windows in a row typically differ by {typical:.0%}; "
-                    if noise is not None and typical is not None else "")
+    last = f"the medians of the last {k} windows ({', '.join(f'{m:.4g}' for m in medians[-k:])} ms) differ by " \
+           f"{verdict['spread']:.0%}"
+    if noise is not None and typical is not None:  # judged on the typical spread; the last k are one draw of it
+        judged = (f"{k} windows in a row typically differ by {typical:.0%}, more than the "
+                  f"{verdict['allowance']:.0%} allowed (the larger of the {verdict['tolerance']:.0%} tolerance and "
+                  f"{NOISE_MULTIPLIER:g}× the noise floor); {last}")
+    else:
+        judged = f"{last}, more than the {verdict['tolerance']:.0%} tolerance"
     return {"rule": "stability",
-            "detail": f"{typical_text}the medians of the last {k} windows "
-                      f"({', '.join(f'{m:.4g}' for m in medians[-k:])} ms) "
-                      f"differ by {verdict['spread']:.0%}, more than the {verdict['allowance']:.0%} allowed "
-                      f"(the {verdict['tolerance']:.0%} tolerance, or {NOISE_MULTIPLIER:g}× the noise floor); "
-                      f"{noise_text}; no drift over the run: latency was jumping between windows (interference "
-                      f"from other programs?)",
+            "detail": f"{judged}; {noise_text}; no drift over the run: latency was jumping between windows "
+                      f"(interference from other programs?)",
             "fix": f"close busy programs (labconsole doctor names them) and run again; a longer --duration (at least "
                    f"{math.ceil(2 * measured_s)} s) gives steadier windows"}
 
@@ -223,6 +249,10 @@ def _u_counts(a: int, b: int) -> tuple[int, ...]:
         return table[(m, n)]
 
     return tuple(counts(a, b))
+
+
+def _drifts(found: Mapping[str, Any] | None, threshold: float) -> bool:
+    return found is not None and found["p_value"] <= ALPHA and abs(found["change"]) > threshold
 
 
 def _positive(value: Any) -> bool:

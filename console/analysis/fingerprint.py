@@ -25,7 +25,8 @@ SPEC_FIELDS = ("model", "model_params", "inputs", "input_values", "engine", "tar
                "threads", "mode", "scenario", "scenario_options")
 GENERATE_SCENARIOS = ("generate",)
 # Scenario options that say how long to measure (until stable, its cap and aim), not what is measured
-LENGTH_OPTIONS = ("until_stable", "max_duration_s", "stable_windows", "stability_tolerance", "windows_per_duration")
+LENGTH_OPTIONS = ("until_stable", "max_duration_s", "stable_windows", "stability_tolerance", "windows_per_duration",
+                  "stability_allowance")
 
 
 # ---- Public API

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from console import paths
+from console.analysis import drift
 from console.analysis.validity import ValidityRules
 
 try:
@@ -196,15 +197,20 @@ def describe(block: Any) -> str:
     return "the default rules" if not parts else "the defaults, with " + " and ".join(parts)
 
 
-def aim(spec: Any, rules: ValidityRules) -> None:
+def aim(spec: Any, rules: ValidityRules, noise_floor: dict[str, Any] | None = None) -> None:
     """A run that measures until stable aims for the rules it will be judged by: the engine stops adding windows
-    when the last `stable_windows` agree within `stability_tolerance`, windows being duration / `windows` wide."""
+    when the last `stable_windows` agree within `stability_tolerance`, windows being duration / `windows` wide —
+    or, given the machine's noise floor, when the typical spread of `stable_windows` consecutive windows is within
+    the allowance console.analysis.drift judges it against (max(tolerance, 2 × noise)). Without the allowance a
+    jittery machine ran every run to the cap and then printed "not stable" beside a VALID "jittery machine"."""
     options = getattr(spec, "scenario_options", None)
     if not getattr(options, "until_stable", False):
         return
     options.stable_windows = min(int(rules.stable_windows), 1000)
     options.stability_tolerance = min(float(rules.stability_tolerance), 10.0)
     options.windows_per_duration = min(int(rules.windows), 10_000)
+    allowance = drift.allowance_for(noise_floor, options.stable_windows, options.stability_tolerance)
+    options.stability_allowance = None if allowance is None else min(allowance, 10.0)
 
 
 # ---- Private API

@@ -46,12 +46,26 @@ def stability_line(summary: Mapping[str, Any] | None) -> str | None:
         return None
     parts = [verdict]
     spread, allowance = stability.get("spread"), stability.get("allowance")
+    typical, tolerance = stability.get("typical_spread"), stability.get("tolerance")
     k = stability.get("windows_compared")
-    if isinstance(spread, (int, float)) and isinstance(allowance, (int, float)):
-        parts.append(f"last {k} windows {spread:.0%} apart (allowed {allowance:.0%})")
+    last = f"last {k} {spread:.0%}" if isinstance(spread, (int, float)) else None
+    if stability.get("noise") is not None and isinstance(typical, (int, float)) and \
+            isinstance(allowance, (int, float)):
+        # with a noise floor the verdict is on the typical spread; the last k windows are one draw of it
+        parts.append(f"{k} windows in a row typically {typical:.0%} apart (allowed {allowance:.0%})"
+                     + (f", {last}" if last else ""))
+    elif last and isinstance(allowance if allowance is not None else tolerance, (int, float)):
+        # no noise floor (allowance = tolerance), or a run stored before the typical spread was: the last k rule
+        allowed = allowance if allowance is not None else tolerance
+        parts.append(f"last {k} windows {spread:.0%} apart (allowed {allowed:.0%})")
     floor = stability.get("noise_floor")
     if isinstance(floor, Mapping) and isinstance(floor.get("window_s"), (int, float)):
         source = floor.get("source") or ("quick measurement" if floor.get("quick") else "machine card")
+        age = floor.get("age_s")
+        if isinstance(age, (int, float)) and age >= 0:
+            from console.noise import age_text
+
+            source += f", {age_text(age)} old"
         parts.append(f"noise floor from {floor['window_s']:g}-s windows of a reference kernel ({source})")
     elif stability.get("noise") is None:
         parts.append("noise floor not measured (labconsole machine measures it)")

@@ -42,7 +42,7 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
                       scenario=scenario,
                       latency_bound_ms=(result or {}).get("latency_bound_ms"),
                       dropped=int((result or {}).get("dropped") or 0),
-                      noise_floor=noise_floor) if count else None
+                      noise_floor=noise_floor, base_windows=until_stable.extended_from(stabilised)) if count else None
     summary: dict[str, Any] = {
         "iterations": count,
         "batch": batch,

@@ -3,10 +3,13 @@
 `assess(latency_ns, t_ns, rules)` checks the measured iterations (warm-up excluded) against `ValidityRules`:
 
 - minimum duration and minimum count (LoadGen's min_duration / min_query_count);
-- stability: the measurement is cut into equal-time windows, and the last `stable_windows` medians must agree
-  within `stability_tolerance` (largest / smallest − 1) — or, given the machine's noise floor, within twice its
-  noise — and the run must not drift: console.analysis.drift tells "latency rose 40% over the run" (INVALID, rule
-  "drift") from "this machine jitters 15% between windows and the run stayed inside that" (valid);
+- stability: the measurement is cut into equal-time windows; the run is stable when the last `stable_windows`
+  medians agree within `stability_tolerance` (largest / smallest − 1), or — given the machine's noise floor —
+  when its typical spread of `stable_windows` consecutive windows (the median over every run of them, the floor's
+  own statistic) is within max(tolerance, 2 × the floor); and the run must not drift: console.analysis.drift
+  tells "latency rose 40% over the run" (INVALID, rule "drift") from "this machine jitters 15% between windows
+  and the run stayed inside that" (valid). A run measured until stable is judged by the same rule the engine
+  stopped on, and warm-up that settled while it was extended is a note, not a drift (drift.judge);
 - percentile sufficiency: each reported percentile needs `stats.min_samples_for_percentile(q)` samples
   (LoadGen's early-stopping bound: p90 64, p99 662 at 99% confidence).
 
@@ -104,7 +107,7 @@ class ValidityRules:
 def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None, *,
            duration_s: float | None = None, warmup_latency_ns: Any = None, scenario: str | None = None,
            latency_bound_ms: float | None = None, dropped: int = 0,
-           noise_floor: dict[str, Any] | None = None) -> dict[str, Any]:
+           noise_floor: dict[str, Any] | None = None, base_windows: int | None = None) -> dict[str, Any]:
     """Judge one run's measured iterations.
 
     latency_ns: each measured iteration's latency; t_ns: each one's start (perf_counter_ns, as the `latencies`
@@ -115,7 +118,8 @@ def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None
     None, keeps the stability rule. latency_bound_ms, dropped: the server run's bound (None: not given) and the
     queries it issued but never served (each counts as over the bound). noise_floor: the machine's noise floor
     (engines.machine.noise; None: not measured): stability is judged against it and tells drift from jitter
-    (console.analysis.drift); the floor used is kept under stability.noise_floor.
+    (console.analysis.drift); the floor used is kept under stability.noise_floor. base_windows: for a run
+    measured until stable and extended, the windows of its duration (drift.judge: a fall that settled is a note).
 
     Returns: valid, invalid_reasons [{rule, detail, fix}], stable, stability {spread, tolerance, medians_ms,
     judged}, windows [{index, start_s, end_s, count, median_ms}], percentiles {"p99": {required, have,
@@ -176,7 +180,10 @@ def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None
                 "fix": _more_iterations_fix(needed, rate)})
 
     windows = _windows(latency, starts, rules)
-    stable, stability, stability_reason = _stability(windows, n, rate, measured_s, rules, noise_floor)
+    stable, stability, stability_reason = _stability(windows, n, rate, measured_s, rules, noise_floor, base_windows)
+    if stability.get("settled") and not server:
+        notes.append(f"{stability['settled']['text']}: the percentiles include those first windows; "
+                     f"--warmup-until-stable (or a longer --warmup) ends warm-up before measuring")
     stability["judged"] = not server
     if stability_reason and n and server:
         notes.append(f"stability is not judged for the server scenario (Poisson arrivals make queueing vary "
@@ -307,7 +314,7 @@ def _windows(latency: np.ndarray, starts: np.ndarray, rules: ValidityRules) -> l
 
 
 def _stability(windows: list[dict[str, Any]], n: int, rate: float | None, measured_s: float,
-               rules: ValidityRules, noise_floor: dict[str, Any] | None = None
+               rules: ValidityRules, noise_floor: dict[str, Any] | None = None, base_windows: int | None = None
                ) -> tuple[bool, dict[str, Any], dict[str, str] | None]:
     k = rules.stable_windows
     info: dict[str, Any] = {"spread": None, "tolerance": rules.stability_tolerance, "windows_compared": k,
@@ -332,8 +339,9 @@ def _stability(windows: list[dict[str, Any]], n: int, rate: float | None, measur
     info["spread"] = spread
     every = [w["median_ms"] for w in windows]
     if spread is not None and all(m is not None for m in every):  # drift vs jitter: console.analysis.drift
-        verdict = drift.judge(every, k, rules.stability_tolerance, noise_floor, spread)
+        verdict = drift.judge(every, k, rules.stability_tolerance, noise_floor, spread, base_windows)
         info.update(verdict=verdict["verdict"], text=verdict["text"], noise=verdict["noise"],
+                    settled=verdict["settled"],
                     typical_spread=verdict["typical_spread"],
                     allowance=verdict["allowance"], trend=verdict["trend"], drift_threshold=verdict["drift_threshold"])
         return verdict["valid"], info, drift.reason(verdict, k, every, measured_s)

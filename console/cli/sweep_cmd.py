@@ -105,7 +105,8 @@ def main(args: argparse.Namespace) -> int:
                              targets=None if remote_for else discover_targets(),  # nodes check their own
                              strict=not args.skip_impossible, remote_for=remote_for,
                              session_options={"telemetry_hz": None if args.no_telemetry else 10.0,
-                                              "partition": console_partition(args), "rules": rules})
+                                              "partition": console_partition(args), "rules": rules},
+                             noise_floor=_floor_provider(args))
         except SweepError as exc:
             return fail(_sweep_problem(exc))
 
@@ -225,3 +226,12 @@ def _print_sweep(record: dict[str, Any], knee_line: str) -> None:
     if any(p["status"] == "completed" and p["latency_ms"]["p99"] is None for p in points):
         print("  — : percentile withheld, too few samples back it (a longer --duration gives more)")
     print(f"  {knee_line}")
+
+
+def _floor_provider(args: argparse.Namespace) -> Any:
+    """The sweep's noise floor per target: the stored one, else a quick one measured before its first point (said
+    on stderr unless --json), as `run` does; the sweep judges and aims every local point by it."""
+    from console.noise import noise_floor_for
+
+    say = None if wants_json(args) else (lambda text: print(f"  … {text}", file=sys.stderr, flush=True))
+    return lambda target: noise_floor_for(target, getattr(args, "db", None), on_progress=say)

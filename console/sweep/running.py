@@ -35,6 +35,10 @@ class SweepRun:
     `on_event(index, event)` gets every session event of the current point (live plots, progress);
     `session_options` are RunSession keywords (telemetry_hz, worker_entry, hub); `remote_for(point)` gives the
     RemoteRun factory of a point that runs on a lab node (an `on` axis, or a sweep sent to a cluster), or None.
+    `noise_floor(target)`: this machine's noise floor for a target (console.noise.noise_floor_for: the stored one,
+    else a quick ~3-s measurement), asked once per target on the sweep's thread before its first local point —
+    between points, so nothing of the sweep disturbs it and the window's GUI thread never waits for it; every
+    local point is judged against it and, measuring until stable, aims for it.
     """
 
     def __init__(self, base: Mapping[str, Any], grid: SweepGrid, writer: HistoryWriter, *, name: str = "",
@@ -42,7 +46,8 @@ class SweepRun:
                  targets: Sequence[Mapping[str, Any]] | None = None, strict: bool = False,
                  on_event: Callable[[int, dict[str, Any]], None] | None = None,
                  session_options: Mapping[str, Any] | None = None,
-                 remote_for: Callable[[Mapping[str, Any]], Any] | None = None):
+                 remote_for: Callable[[Mapping[str, Any]], Any] | None = None,
+                 noise_floor: Callable[[str], dict[str, Any] | None] | None = None):
         self.expansion = expand(base, grid, targets=targets, strict=strict)  # raises before anything runs
         self.base, self.grid, self.name = dict(base), grid, name
         self._writer = writer
@@ -51,11 +56,21 @@ class SweepRun:
         self._on_event = on_event
         self._session_options = dict(session_options or {})
         self._remote_for = remote_for  # point → RunSession `remote=` factory (a lab node), None: run here
+        self._floor_of = noise_floor
+        self._floors: dict[str, dict[str, Any] | None] = {}  # target → its floor, asked once
         self._stop = threading.Event()
         self._stop_now = False
         self._lock = threading.Lock()
         self._session = None  # the running point's session, once started (guarded by _lock)
         self.sweep_id: str | None = None
+
+    def _floor(self, target: str) -> dict[str, Any] | None:
+        if target not in self._floors:
+            try:
+                self._floors[target] = self._floor_of(target)
+            except Exception:  # noqa: BLE001 — a point without a floor is judged by the plain tolerance, and says so
+                self._floors[target] = None
+        return self._floors[target]
 
     @property
     def total(self) -> int:
@@ -102,6 +117,8 @@ class SweepRun:
                 remote = self._remote_for(planned["point"]) if self._remote_for is not None else None
                 if remote is not None:
                     options["remote"] = remote
+                elif self._floor_of is not None and options.get("noise_floor") is None:
+                    options["noise_floor"] = self._floor(str(planned["spec"].get("target") or "cpu"))
                 session = RunSession(RunSpec.from_dict(planned["spec"]), self._writer, listener=listener,
                                      **options)
                 run_id = session.start()

@@ -112,7 +112,8 @@ class SweepPage(QtWidgets.QWidget):
             sweep = SweepRun(base, grid, self._writer, name=self.name_edit.text().strip(), on_point=self._relay.emit,
                              on_event=self._point_event,
                              targets=self._targets() or None, strict=False,
-                             session_options=self._workspace.session_options(), remote_for=remote_for)
+                             session_options=self._workspace.session_options(), remote_for=remote_for,
+                             noise_floor=self._floor_provider())
         except SpecError as exc:
             self._refuse(f"The sweep was not started — {label_for(exc.field)}: {exc.detail}")
             return False
@@ -352,6 +353,17 @@ class SweepPage(QtWidgets.QWidget):
         layout = QtWidgets.QHBoxLayout(self)
         layout.addWidget(splitter)
         self._show_base()
+
+    def _floor_provider(self) -> Any:
+        """The noise floor per target, asked on the sweep's thread before its first local point (the stored one,
+        else a quick ~3-s measurement: console.noise); None with a test's stand-in worker, which measures
+        nothing real."""
+        if self._workspace is None or self._workspace.worker_entry is not None:
+            return None
+        from console.noise import noise_floor_for
+
+        db = getattr(self._writer, "path", None)
+        return lambda target: noise_floor_for(target, db)
 
     def _base(self) -> dict[str, Any]:
         """The Run page's whole setup (model inputs, scenario and engine options included), with this page's

@@ -9,7 +9,12 @@ falls in — the cut console.analysis.validity makes — so the run ends on a wi
 and the console's summary judges it on those same windows (it cuts the run into as many windows as it took).
 K, the tolerance and the windows per duration are the validity rules in force, which the console writes into
 the spec (`stable_windows`, `stability_tolerance`, `windows_per_duration`): what the engine aims for is what
-the console judges. Standard library only; the clock is the caller's, so tests drive it with fake latencies.
+the console judges. When the machine's noise floor is known the console also writes `stability_allowance`
+(max(tolerance, 2 × the floor's typical spread), console.analysis.drift's allowance), and the engine stops as the
+console's verdict would call the run valid: the last K windows within the tolerance ("stable"), or the typical
+spread of K consecutive windows so far — the median over every run of K, with at least 2K windows — within the
+allowance ("jittery machine"). Without it a jittery machine ran to the cap every time, then printed "not stable"
+beside a VALID verdict. Standard library only; the clock is the caller's, so tests drive it with fake latencies.
 """
 
 from __future__ import annotations
@@ -44,8 +49,9 @@ class StableOptions:
     until_stable: bool = option(
         False, flag="--until-stable", label="Measure until stable",
         help="after --duration, keep adding windows until the medians of the last 3 agree within 10%% (the "
-             "validity rules in force), at most --max-duration seconds in all (perf_analyzer's rule; not for "
-             "the server scenario, which is judged on its latency bound)")
+             "validity rules in force) or, with the machine's noise floor known, until 3 windows in a row "
+             "typically agree within twice it, at most --max-duration seconds in all (perf_analyzer's rule; not "
+             "for the server scenario, which is judged on its latency bound)")
     max_duration_s: float | None = option(
         None, flag="--max-duration", metavar="S", maximum=24 * 3600, unit="s", label="Max duration (s)",
         help=f"with --until-stable: the most measured seconds (default {DEFAULT_CAP_FACTOR:g} × --duration)")
@@ -54,6 +60,7 @@ class StableOptions:
     stable_windows: int | None = None
     stability_tolerance: float | None = None
     windows_per_duration: int | None = None
+    stability_allowance: float | None = None  # max(tolerance, 2 × noise floor) when the floor is known, else None
 
     def check(self, spec: RunSpec) -> None:
         if self.max_duration_s is not None and not self.until_stable:
@@ -66,10 +73,11 @@ class StableOptions:
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise SpecError(f"scenario_options.{name}", f"must be a whole number from {low} to {high}, "
                                                             f"got {value!r}")
-        tolerance = self.stability_tolerance
-        if tolerance is not None and (not is_number(tolerance) or not 0 <= tolerance <= 10):
-            raise SpecError("scenario_options.stability_tolerance", f"must be a fraction from 0 to 10 (0.1 = 10%), "
-                                                                    f"got {self.stability_tolerance!r}")
+        for name in ("stability_tolerance", "stability_allowance"):
+            value = getattr(self, name)
+            if value is not None and (not is_number(value) or not 0 <= value <= 10):
+                raise SpecError(f"scenario_options.{name}", f"must be a fraction from 0 to 10 (0.1 = 10%), "
+                                                            f"got {value!r}")
         if not self.until_stable:
             return
         if spec.iterations is not None:
@@ -102,6 +110,10 @@ class StabilityWindows:
         self.k = int(options.stable_windows or DEFAULT_STABLE_WINDOWS)
         tolerance = options.stability_tolerance
         self.tolerance = float(DEFAULT_TOLERANCE if tolerance is None else tolerance)
+        allowance = options.stability_allowance
+        self.allowance = None if allowance is None else max(float(allowance), self.tolerance)
+        self.typical: float | None = None  # the typical spread of k consecutive windows so far (with an allowance)
+        self.judged = ""  # "last" (the last k within the tolerance) or "typical" (typical spread within allowance)
         self.cap_s = options.cap_s(duration_s)
         self.cap_end = self.begin + int(self.cap_s * 1e9)
         self.deadline = self.begin + self.base * self.width
@@ -140,8 +152,13 @@ class StabilityWindows:
         self._close_to(self.deadline)
         recent = self.medians_ms[-self.k:]
         self.spread = _spread(recent) if len(recent) == self.k and None not in recent else None
+        if self.allowance is not None:
+            self.typical = typical_spread(self.medians_ms, self.k) if self.windows >= 2 * self.k else None
         if self.spread is not None and self.spread <= self.tolerance:
-            self.stable, self.ended = True, "stable"
+            self.stable, self.ended, self.judged = True, "stable", "last"
+            return True
+        if self.typical is not None and self.typical <= self.allowance:
+            self.stable, self.ended, self.judged = True, "stable", "typical"
             return True
         if self.deadline + self.width > self.cap_end:
             self.ended = "cap"
@@ -169,13 +186,15 @@ class StabilityWindows:
             "windows": self.windows, "base_windows": self.base, "added_windows": max(0, self.windows - self.base),
             "window_s": self.width / 1e9, "stable": self.stable, "spread": self.spread,
             "tolerance": self.tolerance, "compared": self.k, "medians_ms": self.medians_ms[-self.k:],
-            "cap_s": self.cap_s, "ended": self.ended or ended or "stopped", "late_calls": self._late}}
+            "cap_s": self.cap_s, "ended": self.ended or ended or "stopped", "late_calls": self._late,
+            "typical_spread": self.typical, "allowance": self.allowance, "judged": self.judged or None}}
 
     def progress_fields(self) -> dict[str, Any]:
         """Extra `progress` fields once the run measures past --duration (the window shows it is stabilising)."""
         if self.windows < self.base:
             return {}
-        return {"stabilising": {"windows": self.windows, "spread": self.spread, "cap_s": self.cap_s}}
+        return {"stabilising": {"windows": self.windows, "spread": self.spread, "cap_s": self.cap_s,
+                                "typical_spread": self.typical, "allowance": self.allowance}}
 
     def fraction(self, now_ns: int) -> float:
         """Progress toward the current deadline (it moves on by a window each time the run is not yet stable)."""
@@ -206,6 +225,15 @@ def tracker(spec: RunSpec, begin_ns: int) -> StabilityWindows | None:
     if not getattr(options, "until_stable", False):
         return None
     return StabilityWindows(begin_ns, spec.duration_s, options)
+
+
+def typical_spread(medians: Sequence[float | None], k: int) -> float | None:
+    """The median over every k consecutive windows of largest / smallest − 1 (console.analysis.drift's
+    typical_spread, the noise floor's statistic); None below k windows, or with a missing or non-positive median."""
+    if len(medians) < k or any(m is None or not m > 0 for m in medians):
+        return None
+    return float(statistics.median(max(medians[i:i + k]) / min(medians[i:i + k]) - 1.0
+                                   for i in range(len(medians) - k + 1)))
 
 
 def _spread(medians: list[float]) -> float | None:

@@ -110,6 +110,53 @@ def test_one_window_off_in_an_otherwise_steady_run_is_jitter_not_unsteady():
     assert result["stability"]["spread"] == pytest.approx(0.5, abs=0.05)  # the last windows' spread is still shown
 
 
+
+def test_an_unsteady_runs_detail_states_the_typical_spread_against_the_allowance():
+    levels = [1.0, 1.5] * 5
+    detail = assess(*windowed(levels, 0), noise_floor=floor(0.10))["invalid_reasons"][0]["detail"]
+    assert detail.startswith("3 windows in a row typically differ by 5")  # what was judged comes first
+    assert "more than the 20% allowed" in detail and "the medians of the last 3 windows" in detail
+
+
+def test_a_fall_while_an_until_stable_run_was_extended_is_settled_warmup_not_drift():
+    # 20 windows: the first 8 still settling (1.5 → 1.0), then 12 steady; the engine extended it past its 10
+    levels = list(np.linspace(1.5, 1.05, 8)) + [1.0] * 12
+    latency, starts = windowed(levels, 0)
+    fixed = assess(latency, starts, rules_of_windows(20), noise_floor=floor(0.03))
+    assert rules_of(fixed) == ["drift"]  # judged as one run of 20 windows, the halves differ
+    extended = assess(latency, starts, rules_of_windows(20), noise_floor=floor(0.03), base_windows=10)
+    stability = extended["stability"]
+    assert extended["valid"] and stability["verdict"] == "stable"
+    assert stability["settled"]["final_windows"] == 10 and stability["settled"]["change"] < -0.1
+    assert "latency fell" in stability["text"] and "warm-up still settling" in stability["text"]
+    assert any("--warmup-until-stable" in note for note in extended["notes"])
+
+
+def test_a_rise_while_an_until_stable_run_was_extended_stays_a_drift():
+    levels = [1.0] * 8 + list(np.linspace(1.1, 1.5, 12))
+    result = assess(*windowed(levels, 0), rules_of_windows(20), noise_floor=floor(0.03), base_windows=10)
+    assert rules_of(result) == ["drift"] and result["stability"]["settled"] is None
+    assert result["stability"]["text"].startswith("drift: latency rose")
+
+
+def test_a_fall_that_continues_into_the_last_windows_is_still_a_drift():
+    levels = list(np.linspace(1.6, 1.0, 20))
+    result = assess(*windowed(levels, 0), rules_of_windows(20), noise_floor=floor(0.03), base_windows=10)
+    assert rules_of(result) == ["drift"] and result["stability"]["text"].startswith("drift: latency fell")
+
+
+def test_allowance_for():
+    assert drift.allowance_for(None, 3, 0.1) is None
+    assert drift.allowance_for(floor(0.15), 3, 0.1) == pytest.approx(0.3)
+    assert drift.allowance_for(floor(0.02), 3, 0.1) == pytest.approx(0.1)
+
+
+def rules_of_windows(count):
+    from console.analysis.validity import ValidityRules
+
+    return ValidityRules(windows=count)
+
+
 def test_the_floor_used_is_kept_with_the_result():
     used = floor(0.12)
     result = assess(*windowed([1.0] * 10, 0), noise_floor=used)

@@ -1,4 +1,5 @@
-"""The noise floor for a run (console.noise): the newest of the card's and the kept quick one, only when recent;
+"""The noise floor for a run (console.noise): the newest of the card's (any age, stated) and the kept quick one
+(only when recent);
 its row in the machine table; the stability line the CLI and Markdown print."""
 
 import socket
@@ -60,6 +61,26 @@ def test_the_newest_of_card_and_kept_floor_wins(db):
     assert noise.recent("cpu", db, now=NOW)["spread"] == 0.04
 
 
+
+def test_a_machine_cards_floor_stands_whatever_its_age(db):
+    # the card's floor is the machine's noise: the window and sweeps use it days later, with its age stated
+    card = {"target": "cpu", "host": socket.gethostname(), "device_name": "test cpu", "quick": False,
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 3 * 86400)),
+            "noise_floor": floor(0.06, NOW - 3 * 86400, window_s=1.0)}
+    store_card(card, db)
+    found = noise.recent("cpu", db, now=NOW)
+    assert found["spread"] == 0.06 and found["age_s"] == pytest.approx(3 * 86400)
+    assert noise.noise_floor_for("cpu", db, measure=False, now=NOW)["spread"] == 0.06  # nothing to measure
+    assert "3 days ago" in noise.describe(found)
+    noise.keep(floor(0.09, NOW - 2 * noise.MAX_AGE_S), db)  # an expired quick floor: the card's still stands
+    assert noise.recent("cpu", db, now=NOW)["spread"] == 0.06
+
+
+def test_usable_never_raises(tmp_path):
+    (tmp_path / "history.db").write_text("not a database")
+    assert noise.usable("cpu", tmp_path / "history.db") is None
+
+
 def test_describe():
     assert "not measured" in noise.describe(None)
     text = noise.describe({**floor(0.15, NOW), "source": "quick measurement before the run", "age_s": 150})
@@ -86,9 +107,20 @@ def test_stability_line_states_verdict_spread_and_noise():
                                             "source": "quick measurement before the run"}})
     assert verdict_text(jittery) == "jittery machine (noise 15%), no drift"
     assert noise_text(jittery) == "machine noise 15% between windows"
+    # a run stored before the typical spread was: the last windows against the allowance
     assert stability_line(jittery) == ("jittery machine (noise 15%), no drift · last 3 windows 22% apart (allowed 30%) "
                                        "· noise floor from 0.25-s windows of a reference kernel (quick measurement "
                                        "before the run)")
+    # a VALID jittery run whose last 3 windows happened to be 50% apart: the line states what was judged (the
+    # typical spread against the allowance) and keeps the last 3 as secondary, never "50% (allowed 20%)" alone
+    judged = summary_with({"verdict": "jittery", "text": "jittery machine (noise 10%), no drift", "spread": 0.50,
+                           "typical_spread": 0.14, "allowance": 0.20, "tolerance": 0.10, "windows_compared": 3,
+                           "noise": 0.10, "noise_floor": {"window_s": 1.0, "source": "machine card ab12cd34",
+                                                          "age_s": 3 * 86400}})
+    line = stability_line(judged)
+    assert "3 windows in a row typically 14% apart (allowed 20%), last 3 50%" in line
+    assert "(machine card ab12cd34, 3 days old)" in line
+    assert "50% apart (allowed" not in line
     unmeasured = summary_with({"verdict": "stable", "text": "stable", "spread": 0.04, "allowance": 0.10,
                                "windows_compared": 3, "noise": None, "noise_floor": None})
     assert stability_line(unmeasured).endswith("noise floor not measured (labconsole machine measures it)")

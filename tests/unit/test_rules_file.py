@@ -94,6 +94,18 @@ def test_a_run_measuring_until_stable_aims_for_the_rules_in_force():
     fixed = RunSpec().validate()
     rules_file.aim(fixed, ValidityRules(stable_windows=4))
     assert fixed.scenario_options.stable_windows is None
+    assert options.stability_allowance is None  # no noise floor: only the tolerance on the last windows
+
+
+def test_with_a_noise_floor_the_engine_aims_for_the_verdicts_allowance():
+    spec = RunSpec.from_dict({"scenario_options": {"until_stable": True}}).validate()
+    floor = {"spread": 0.15, "window_s": 1.0}
+    rules_file.aim(spec, ValidityRules(), floor)
+    assert spec.scenario_options.stability_allowance == pytest.approx(0.30)  # max(10%, 2 × 15%)
+    assert RunSpec.from_dict(spec.to_dict()).validate().scenario_options.stability_allowance == pytest.approx(0.30)
+    quiet = RunSpec.from_dict({"scenario_options": {"until_stable": True}}).validate()
+    rules_file.aim(quiet, ValidityRules(stability_tolerance=0.2), {"spread": 0.03})
+    assert quiet.scenario_options.stability_allowance == pytest.approx(0.2)  # the tolerance is the larger
 
 
 # ---- The summary: judged by the rules given, on the windows an until-stable run took

@@ -78,6 +78,43 @@ def test_the_rules_in_force_set_how_many_windows_and_how_close():
     assert _run_windows(tracker, [1.0, 1.2] * 20) == 5
 
 
+
+def test_with_the_noise_floors_allowance_a_jittery_run_stops_on_its_typical_spread():
+    # a machine whose windows jitter 1.0 / 1.15 / 1.3: the last 3 never agree within 10%, so without an allowance
+    # the run went to the cap; with the console's allowance (max(10%, 2 × a 12% floor) = 24%) it stops where
+    # the verdict calls it valid: 3 windows in a row typically differ by 15% (most triples are 1.0/1.15 or
+    # 1.15/1.3 pairs around the big one)
+    pattern = [1.0, 1.15, 1.0, 1.15, 1.3, 1.15] * 20
+    plain = StabilityWindows(0, 1.0, _options(max_duration_s=4.0))
+    assert _run_windows(plain, pattern) == 40 and plain.ended == "cap"
+    aimed = StabilityWindows(0, 1.0, _options(max_duration_s=4.0, stability_allowance=0.24))
+    assert _run_windows(aimed, pattern) == 10  # judged at the first deadline: 10 ≥ 2 × 3 windows
+    fields = aimed.result_fields()["until_stable"]
+    assert fields["stable"] is True and fields["judged"] == "typical" and fields["allowance"] == 0.24
+    assert fields["typical_spread"] == pytest.approx(0.15) and fields["spread"] > 0.10  # the last 3: one draw
+    assert _stability.typical_spread(aimed.medians_ms, 3) == fields["typical_spread"]
+
+
+def test_an_allowance_does_not_pass_windows_that_jump_beyond_it():
+    tracker = StabilityWindows(0, 1.0, _options(max_duration_s=2.0, stability_allowance=0.24))
+    assert _run_windows(tracker, [1.0, 1.5] * 20) == 20  # typical 50% > 24%: the cap, as the verdict: unsteady
+    fields = tracker.result_fields()["until_stable"]
+    assert fields["ended"] == "cap" and fields["typical_spread"] == pytest.approx(0.5)
+
+
+def test_the_typical_spread_needs_twice_k_windows():
+    tracker = StabilityWindows(0, 1.0, _options(stable_windows=3, windows_per_duration=5, max_duration_s=1.2,
+                                                 stability_allowance=0.5))
+    assert _run_windows(tracker, [1.0, 1.3] * 10) == 6  # 5 windows < 2 × 3: no typical spread yet; at 6, 30%
+    assert tracker.judged == "typical"
+
+
+def test_the_allowance_is_checked_and_never_below_the_tolerance():
+    with pytest.raises(SpecError, match="stability_allowance"):
+        _spec(scenario_options={"until_stable": True, "stability_allowance": -1}).validate()
+    assert StabilityWindows(0, 1.0, _options(stability_allowance=0.02)).allowance == 0.10
+
+
 def test_a_call_for_a_closed_window_is_late_not_lost():
     tracker = StabilityWindows(0, 1.0, _options())
     for index in range(10):
