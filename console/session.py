@@ -146,6 +146,21 @@ class RunSession:
     def cancel(self) -> None:
         self._worker.cancel()
 
+    @property
+    def noise_floor(self) -> dict[str, Any] | None:
+        """The machine's noise floor this run is judged by (and, until stable, aims for); None: none known yet."""
+        return self._noise_floor
+
+    def use_noise_floor(self, floor: dict[str, Any] | None) -> None:
+        """Before `start()`: judge by `floor` and, measuring until stable, aim for it (the window measures a quick
+        floor off the GUI thread after making the session, console.ui.run_controller); None changes nothing."""
+        if floor is None or self._remote is not None:
+            return
+        from console.analysis import rules_file
+
+        self._noise_floor = floor
+        rules_file.aim(self.spec, self.rules.rules, floor)
+
     def wait(self, timeout: float | None = None) -> dict[str, Any] | None:
         """Block until the run is finished and stored; returns the `finished` record."""
         self._finished.wait(timeout)

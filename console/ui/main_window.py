@@ -156,6 +156,8 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         if self.controller is not None:
             self.controller.sig_event.connect(self.run_page.handle)
             self.controller.sig_finished.connect(self._run_finished)
+            # the quick noise floor measured before a run when none is stored (console.ui.run_controller)
+            self.controller.sig_preparing.connect(lambda text: text and self.status.showMessage(text))
             # Paint less while a run measures; connected after the pages, so the catch-up sees their final state.
             self.paint_budget = PaintBudget(self.settings.paint_rates(), workspace.telemetry_hz, parent=self)
             self.controller.sig_event.connect(self.paint_budget.handle)

@@ -358,9 +358,11 @@ class SweepPage(QtWidgets.QWidget):
         """The noise floor per target, asked on the sweep's thread before its first local point (the stored one,
         else a quick ~3-s measurement: console.noise); None with a test's stand-in worker, which measures
         nothing real."""
-        if self._workspace is None or self._workspace.worker_entry is not None:
-            return None
         from console.noise import noise_floor_for
+        from engines.worker import worker_main
+
+        if self._workspace is None or self._workspace.worker_entry is not worker_main:
+            return None
 
         db = getattr(self._writer, "path", None)
         return lambda target: noise_floor_for(target, db)

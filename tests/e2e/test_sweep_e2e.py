@@ -184,3 +184,21 @@ def test_stop_now_cancels_the_current_run_too(tmp_path, writer):
     assert record["status"] == "cancelled"
     assert [p["status"] for p in record["points"]] == ["cancelled", "not run"]
     assert record["points"][0]["run_id"] is not None
+
+
+def test_a_sweep_asks_the_noise_floor_once_per_target_and_every_point_aims_for_it(tmp_path, writer):
+    asked = []
+
+    def floor_of(target):
+        asked.append(target)
+        return {"spread": 0.12, "window_s": 0.25, "quick": True, "source": "quick measurement before the run"}
+
+    base = {**TINY, "scenario_options": {"until_stable": True}}
+    record = SweepRun(base, SweepGrid.parse(batch="1,2"), writer, session_options=QUIET, noise_floor=floor_of).run()
+    assert asked == ["cpu"] and record["status"] == "completed"
+    writer.flush()
+    with HistoryStore(tmp_path / "history.db") as store:
+        for point in record["points"]:
+            run = store.get_run(point["run_id"])
+            assert run["spec"]["scenario_options"]["stability_allowance"] == pytest.approx(0.24)
+            assert run["summary"]["validity"]["stability"]["noise"] == pytest.approx(0.12)

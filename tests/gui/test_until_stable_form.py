@@ -83,3 +83,46 @@ def test_the_progress_says_it_is_measuring_until_stable(window):
     page.handle({"type": "progress", "phase": "measuring", "fraction": 0.95, "iterations": 900, "elapsed_s": 5.5,
                  "stabilising": {"windows": 11, "spread": 0.14, "cap_s": 20.0}})
     assert page.progress.text() == "Measuring — until stable: 11 windows, spread 14%, at most 20 s"
+
+
+FLOOR = {"spread": 0.12, "window_s": 0.25, "quick": True, "measured_epoch_s": 0.0,
+         "source": "quick measurement before the run"}
+
+
+def test_with_no_stored_floor_the_window_measures_one_off_the_gui_thread_then_aims_for_it(qtbot, window,
+                                                                                          monkeypatch):
+    import threading
+
+    import console.noise
+
+    asked = []
+
+    def fake_floor(target, db, **_):
+        asked.append((target, threading.current_thread() is threading.main_thread()))
+        return dict(FLOOR)
+
+    monkeypatch.setattr(console.noise, "noise_floor_for", fake_floor)
+    record = _run(qtbot, window, duration_s=0.5)
+    assert record["status"] == "completed", record["message"]
+    assert asked == [("cpu", False)]  # measured once, never on the GUI thread
+    assert record["spec"]["scenario_options"]["stability_allowance"] == pytest.approx(0.24)  # max(10%, 2 × 12%)
+    stability = record["summary"]["validity"]["stability"]
+    assert stability["noise"] == pytest.approx(0.12) and stability["allowance"] == pytest.approx(0.24)
+    assert record["summary"]["until_stable"]["allowance"] == pytest.approx(0.24)
+
+
+def test_stop_while_the_floor_is_measured_starts_no_run(qtbot, window, monkeypatch):
+    import threading
+
+    import console.noise
+
+    release = threading.Event()
+    monkeypatch.setattr(console.noise, "noise_floor_for", lambda *a, **k: (release.wait(10), dict(FLOOR))[1])
+    controller = window.controller
+    run_id = window.start_run({**window.run_page.form.values(), "model": "mlp", "duration_s": 0.5})
+    assert run_id and controller.preparing and controller.busy
+    controller.stop()
+    assert not controller.preparing and not controller.busy and window.workspace.measuring is None
+    release.set()
+    qtbot.wait(200)  # the measurement's late answer starts nothing
+    assert not controller.busy and window.store.get_run(run_id) is None

@@ -253,3 +253,19 @@ def test_the_window_starts_until_stable_and_iterations_win_over_it():
     assert window_values(values) == {"iterations": 40}
     timed = {"iterations": None, "scenario_options.until_stable": True}
     assert window_values(timed) == timed
+
+
+def test_the_until_stable_text_states_the_typical_spread_against_the_allowance_when_aimed_for():
+    found = {"windows": 10, "window_s": 0.5, "stable": True, "spread": 0.19, "tolerance": 0.1, "compared": 3,
+             "typical_spread": 0.12, "allowance": 0.24, "ended": "stable", "base_windows": 10, "added_windows": 0}
+    text = until_stable.text(found)
+    assert text.startswith("stable after 10 windows (0.5 s each), typical spread of 3 windows in a row 12% "
+                           "(allowed 24%")
+    assert text.endswith("last 3: 19%")
+    capped = {**found, "stable": False, "ended": "cap", "cap_s": 20.0, "windows": 40, "typical_spread": 0.4}
+    assert "not stable after the 20 s cap (40 windows (0.5 s each)), typical spread of 3 windows in a row 40%" \
+        in until_stable.text(capped)
+    assert until_stable.extended_from(found) is None  # not extended: the drift test covers the whole run
+    assert until_stable.extended_from({**found, "windows": 14, "added_windows": 4}) == 10
+    assert "typical spread 12% (allowed 24%)" in until_stable.progress_text(
+        {"windows": 12, "spread": 0.19, "typical_spread": 0.12, "allowance": 0.24, "cap_s": 20})
