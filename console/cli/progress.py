@@ -157,9 +157,13 @@ class RunProgress:
         """The phase in words: 'measuring (120 of 500)', 'measuring until stable (window 12, spread 8%)'."""
         stabilising = self._progress.get("stabilising") if self.phase == "measuring" else None
         if stabilising:
-            spread = stabilising.get("spread")
-            return (f"measuring until stable (window {stabilising.get('windows')}"
-                    + (f", spread {float(spread):.0%}" if isinstance(spread, (int, float)) else "") + ")")
+            spread, typical = stabilising.get("spread"), stabilising.get("typical_spread")
+            allowance = stabilising.get("allowance")
+            if isinstance(typical, (int, float)) and isinstance(allowance, (int, float)):  # aimed for the floor
+                shown = f", typical spread {float(typical):.0%} of {float(allowance):.0%} allowed"
+            else:
+                shown = f", spread {float(spread):.0%}" if isinstance(spread, (int, float)) else ""
+            return f"measuring until stable (window {stabilising.get('windows')}{shown})"
         if self.phase == "measuring" and self.iterations and self._progress:
             return f"measuring ({int(self._progress.get('iterations') or 0):,} of {int(self.iterations):,})"
         return self.phase

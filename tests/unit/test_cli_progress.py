@@ -68,6 +68,10 @@ def test_until_stable_past_the_duration_says_at_most_the_cap():
     assert progress.remaining_s() == (13.0, True)
     text = progress.text()
     assert "measuring until stable (window 14, spread 12%)" in text and "at most 13 s left" in text
+    progress.on_event({"type": "progress", "phase": "measuring", "fraction": 0.9, "iterations": 6000,
+                       "elapsed_s": 8.0, "stabilising": {"windows": 16, "spread": 0.31, "cap_s": 20.0,
+                                                         "typical_spread": 0.14, "allowance": 0.24}})
+    assert "measuring until stable (window 16, typical spread 14% of 24% allowed)" in progress.text()
     default_cap = RunProgress(_spec(until_stable=True), clock=Clock())
     assert default_cap.cap_s == 20.0  # 4 × --duration
 

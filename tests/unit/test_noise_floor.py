@@ -126,3 +126,22 @@ def test_stability_line_states_verdict_spread_and_noise():
     assert stability_line(unmeasured).endswith("noise floor not measured (labconsole machine measures it)")
     assert noise_text(unmeasured) is None
     assert stability_line({"valid": True}) is None and stability_line(None) is None  # an older run
+
+
+def test_a_session_aims_for_the_stored_floor_when_it_starts(db):
+    # the window's and a sweep's runs get the stored floor at the start, not only when judging at the end
+    from types import SimpleNamespace
+
+    from console.session import RunSession
+    from engines.spec import RunSpec
+
+    noise.keep({**floor(0.15, time.time() - 60), "medians_us": None}, db)  # judged by its stored spread
+    spec = RunSpec.from_dict({"model": "mlp", "scenario_options": {"until_stable": True}})
+    session = RunSession(spec, SimpleNamespace(path=db), telemetry_hz=None)
+    assert session.noise_floor["spread"] == 0.15
+    assert session.spec.scenario_options.stability_allowance == pytest.approx(0.30)
+    bare = RunSession(RunSpec.from_dict({"model": "mlp", "scenario_options": {"until_stable": True}}),
+                      SimpleNamespace(path=db.parent / "elsewhere" / "history.db"), telemetry_hz=None)
+    assert bare.noise_floor is None and bare.spec.scenario_options.stability_allowance is None
+    bare.use_noise_floor({**floor(0.05, time.time()), "medians_us": None})  # the window's quick floor, measured after the session was made
+    assert bare.spec.scenario_options.stability_allowance == pytest.approx(0.10)
