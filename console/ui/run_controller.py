@@ -45,8 +45,9 @@ class RunController(QtCore.QObject):
 
     @property
     def session(self) -> RunSession | None:
-        """The current (or last) run's session: its run_id, spec and t0_ns (demo mode joins a run mid-way)."""
-        return self._session
+        """The current (or last) run's session: its run_id, spec and t0_ns (demo mode joins a run mid-way); None
+        while the next run's noise floor is measured (it has no t0_ns until it starts: its `started` event follows)."""
+        return None if self._floor_call is not None else self._session
 
     def start(self, spec: RunSpec, remote: Callable[..., Any] | None = None) -> str:
         """Validate and start; raises SpecError for a bad spec and workspace.Busy (a RuntimeError) while a run or
