@@ -119,12 +119,15 @@ def loadgen(model, qps: float, outdir: str) -> dict[str, Any]:
     with open(os.path.join(outdir, "mlperf_log_trace.json")) as handle:
         samples = [int(n) for n in re.findall(r'"complete_ns":(\d+)', handle.read())]
     found["latency_ns"] = np.asarray(samples, dtype=np.float64)
-    # The trace is LoadGen's own record of the same samples: its p50/p99 (numpy's interpolation) must be close to
-    # the summary's (LoadGen's own percentile rule), or the parsing is wrong.
+    # The trace is LoadGen's own record of the same samples: the summary's p50/p99 (LoadGen's own percentile rule)
+    # must be one of the trace's values near that rank, or the parsing is wrong. Ranks, not a ratio: with ~600
+    # samples a p99 sits among the top six, and two percentile rules 20% apart there are both right.
     assert samples, "LoadGen's trace has no samples"
+    ordered = np.sort(found["latency_ns"]) / 1e6
     for key, q in (("p50", 50), ("p99", 99)):
-        traced = float(np.percentile(found["latency_ns"], q)) / 1e6
-        assert abs(traced / found[key] - 1) < 0.15, (key, traced, found[key], len(samples))
+        rank = int(q / 100 * (ordered.size - 1))
+        low, high = ordered[max(0, rank - 3)], ordered[min(ordered.size - 1, rank + 3)]
+        assert low * 0.999 <= found[key] <= high * 1.001, (key, found[key], low, high, ordered.size)
     return found
 
 
