@@ -342,7 +342,7 @@ def _stability(windows: list[dict[str, Any]], n: int, rate: float | None, measur
         verdict = drift.judge(every, k, rules.stability_tolerance, noise_floor, spread, base_windows)
         info.update(verdict=verdict["verdict"], text=verdict["text"], noise=verdict["noise"],
                     settled=verdict["settled"],
-                    typical_spread=verdict["typical_spread"],
+                    typical_spread=verdict["typical_spread"], unresolved_change=verdict["unresolved_change"],
                     allowance=verdict["allowance"], trend=verdict["trend"], drift_threshold=verdict["drift_threshold"])
         return verdict["valid"], info, drift.reason(verdict, k, every, measured_s)
     if spread is not None and spread <= rules.stability_tolerance:
