@@ -46,6 +46,7 @@ from functools import lru_cache
 from typing import Any
 
 from console.analysis import compare
+from engines.machine import noise
 
 ALPHA = 0.05  # the drift test's two-sided significance level
 NOISE_MULTIPLIER = 2.0  # the last K windows may spread this many times the machine's typical spread
@@ -65,8 +66,7 @@ def noise_of(floor: Mapping[str, Any] | None, k: int) -> float | None:
         return None
     medians = floor.get("medians_us")
     if isinstance(medians, Sequence) and len(medians) >= k >= 2 and all(_positive(m) for m in medians):
-        spreads = [max(medians[i:i + k]) / min(medians[i:i + k]) - 1.0 for i in range(len(medians) - k + 1)]
-        return float(statistics.median(spreads))
+        return noise.spread_of(list(medians), k)
     spread = floor.get("spread")
     return float(spread) if isinstance(spread, (int, float)) and math.isfinite(spread) and spread >= 0 else None
 
@@ -166,13 +166,9 @@ def judge(medians: Sequence[float], k: int, tolerance: float, floor: Mapping[str
 
 def typical_spread(medians: Sequence[float], k: int) -> float | None:
     """The median over every k consecutive windows of largest / smallest − 1 (None below k windows or with a
-    non-positive median):
-    engines.machine.noise's statistic, so a run's jitter and the machine's floor are the same kind of number."""
-    values = [float(m) for m in medians]
-    if len(values) < k or not all(_positive(m) for m in values):
-        return None
-    return float(statistics.median(max(values[i:i + k]) / min(values[i:i + k]) - 1.0
-                                   for i in range(len(values) - k + 1)))
+    non-positive median): engines.machine.noise's statistic, so a run's jitter and the machine's floor are the same
+    kind of number."""
+    return noise.spread_of(list(medians), k)
 
 
 def reason(verdict: Mapping[str, Any], k: int, medians: Sequence[float], measured_s: float) -> dict[str, str] | None:

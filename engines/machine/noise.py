@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 KERNEL = ("numpy float64 a·b + c over 65,536 elements (512 KiB per array, cache-resident, no BLAS) and a "
@@ -87,9 +87,11 @@ def measure_noise(windows: int = QUICK_WINDOWS, window_s: float = QUICK_WINDOW_S
     }
 
 
-def spread_of(medians: list[float], k: int = STABLE_WINDOWS) -> float | None:
+def spread_of(medians: Sequence[float | None], k: int = STABLE_WINDOWS) -> float | None:
     """The typical spread of k consecutive window medians: the median over every run of k consecutive windows of
-    largest / smallest − 1. None with fewer than k medians or a non-positive median."""
+    largest / smallest − 1. None with fewer than k medians, or a missing or non-positive one. The one definition:
+    the noise floor, the until-stable stop rule (engines.scenarios._stability) and the jitter verdict
+    (console.analysis.drift) all use it, so a run's jitter and the machine's floor are the same kind of number."""
     spreads = _group_spreads(medians, k)
     return statistics.median(spreads) if spreads else None
 
@@ -101,10 +103,10 @@ def max_spread_of(medians: list[float], k: int = STABLE_WINDOWS) -> float | None
 
 
 # ---- Private API
-def _group_spreads(medians: list[float], k: int) -> list[float]:
+def _group_spreads(medians: Sequence[float | None], k: int) -> list[float]:
     if k < 2:
         raise ValueError(f"k must be at least 2, got {k}")
-    values = [float(m) for m in medians]
-    if len(values) < k or min(values) <= 0:
+    if len(medians) < k or any(m is None or not m > 0 for m in medians):  # a window with no iteration, or 0 ns
         return []
+    values = [float(m) for m in medians]
     return [max(values[i:i + k]) / min(values[i:i + k]) - 1.0 for i in range(len(values) - k + 1)]

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from engines.machine import noise
 from engines.options import SpecError, is_number, option
 
 if TYPE_CHECKING:
@@ -228,12 +229,8 @@ def tracker(spec: RunSpec, begin_ns: int) -> StabilityWindows | None:
 
 
 def typical_spread(medians: Sequence[float | None], k: int) -> float | None:
-    """The median over every k consecutive windows of largest / smallest − 1 (console.analysis.drift's
-    typical_spread, the noise floor's statistic); None below k windows, or with a missing or non-positive median."""
-    if len(medians) < k or any(m is None or not m > 0 for m in medians):
-        return None
-    return float(statistics.median(max(medians[i:i + k]) / min(medians[i:i + k]) - 1.0
-                                   for i in range(len(medians) - k + 1)))
+    """console.analysis.drift's typical spread, the noise floor's statistic (engines.machine.noise.spread_of)."""
+    return noise.spread_of(medians, k)
 
 
 def _spread(medians: list[float]) -> float | None:
