@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -52,9 +54,12 @@ def lab_cluster(temp_dir: str) -> Iterator[dict[str, Any]]:
     from console.cluster import connect
 
     os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=TOKEN)
-    own_ray_temp(temp_dir)
+    # Ray's own root is short and under /tmp whatever TMPDIR is: its Unix sockets live there, and a socket path is
+    # limited to 107 bytes (a fresh machine with TMPDIR=/tmp/tmp.XXXXXXXXXX failed every cluster test at set-up)
+    ray_root = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    own_ray_temp(ray_root)
     cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "object_store_memory": 80 * MB, "include_dashboard": False, "temp_dir": temp_dir,
+        "num_cpus": 0, "object_store_memory": 80 * MB, "include_dashboard": False, "temp_dir": ray_root,
         "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4,
                            "health_check_timeout_ms": 500}})
     os.environ["LABCONSOLE_TEST_NODE_HOME"] = temp_dir  # nodes added later by a test live here too
@@ -66,6 +71,7 @@ def lab_cluster(temp_dir: str) -> Iterator[dict[str, Any]]:
     finally:
         connect.disconnect()
         cluster.shutdown()
+        shutil.rmtree(ray_root, ignore_errors=True)
         for key, value in _SAVED_ENV.items():
             if value is None:
                 os.environ.pop(key, None)

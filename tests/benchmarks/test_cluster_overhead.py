@@ -62,7 +62,7 @@ def test_a_dispatched_run_measures_what_a_local_run_measures(bench, tmp_path, mo
 
     from console.cluster import connect as connect_module
 
-    ray_temp = tempfile.mkdtemp(prefix="ray")  # short: Ray's socket paths live under it
+    ray_temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths live under it
     monkeypatch.setenv("RAY_TMPDIR", ray_temp)  # Ray writes its address file under <RAY_TMPDIR>/ray
     os.makedirs(os.path.join(ray_temp, "ray"), exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20,
