@@ -46,6 +46,12 @@ class HistoryError(Exception):
         return self.code in TRANSIENT_CODES
 
 
+class IdPrefixError(HistoryError):
+    """A run or sweep id prefix that does not pick exactly one: shorter than the minimum, or matching several.
+
+    A bad argument, not a broken history: the CLI exits 2 on it (console.cli.arguments), as for an unknown id."""
+
+
 def sqlite_code(exc: BaseException) -> int | None:
     """The primary SQLite result code of an exception, or None when it does not come from SQLite."""
     code = getattr(exc, "sqlite_errorcode", None)

@@ -29,6 +29,7 @@ from console.history.errors import (
     OTHER_FILE_FIX,
     WRITABLE_FIX,
     HistoryError,
+    IdPrefixError,
     cannot_write,
     not_a_database,
     not_a_file,
@@ -280,10 +281,12 @@ class HistoryStore:
             rows = _dicts(self._connection.execute("SELECT * FROM sweeps WHERE sweep_id = ?", [ref]))
             if not rows and len(ref) >= MIN_PREFIX:
                 rows = _dicts(self._connection.execute(
-                    "SELECT * FROM sweeps WHERE substr(sweep_id, 1, ?) = ? LIMIT 2", [len(ref), ref]))
+                    "SELECT * FROM sweeps WHERE substr(sweep_id, 1, ?) = ? LIMIT 10", [len(ref), ref]))
         if len(rows) > 1:
-            raise HistoryError(f"sweep id prefix {ref!r} matches several sweeps", "give more characters of the id.",
-                               self.path)
+            raise IdPrefixError(f"sweep id prefix {ref!r} matches several sweeps: "
+                                f"{', '.join(row['sweep_id'] for row in rows)}",
+                                f"give more characters of the sweep id (at least {MIN_PREFIX}; the whole id "
+                                "always works).", self.path)
         return _decode_sweep(rows[0]) if rows else None
 
     def runs_of_sweep(self, sweep_id: str) -> list[dict[str, Any]]:
@@ -496,15 +499,16 @@ class HistoryStore:
                     [len(ref), ref]))
         if not rows:
             if ref and len(ref) < MIN_PREFIX:
-                raise HistoryError(f"run id prefix {ref!r} is too short to look a run up",
+                raise IdPrefixError(f"run id prefix {ref!r} is too short to look a run up",
                                    f"give at least {MIN_PREFIX} characters of the run id "
                                    "(`labconsole history` lists them).", self.path)
             return None
         if len(rows) > 1:
             shown = ", ".join(f"{row['run_id']} ({row['started_at']}, {row['model']})" for row in rows[:10])
             more = " and more" if len(rows) > 10 else ""
-            raise HistoryError(f"run id prefix {ref!r} matches several runs: {shown}{more}",
-                               "give more characters of the run id.", self.path)
+            raise IdPrefixError(f"run id prefix {ref!r} matches several runs: {shown}{more}",
+                                f"give more characters of the run id (at least {MIN_PREFIX}; the whole id always "
+                                "works).", self.path)
         return _decode_run(rows[0])
 
     def latencies(self, run_id: str) -> tuple[np.ndarray, np.ndarray]:
