@@ -63,7 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The exit status: argparse's own errors (exit 2), --help and --version (0) are returned, not raised, so a
-    caller of main() always gets a number."""
+    caller of main() always gets a number. Standard output that cannot be written (a full disk, a reader that left)
+    is exit 1 with one line, or 141 quietly, never a traceback (console.cli.stdout_guard)."""
+    from console.cli.stdout_guard import run_guarded
+
+    return run_guarded(lambda: _dispatch(argv))
+
+
+# ---- Private API
+def _dispatch(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
@@ -75,7 +83,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return next(c for c in COMMANDS if c.NAME == args.command).main(args)
 
 
-# ---- Private API
 class _VersionAction(argparse.Action):
     """`--version`: the console's, the engines', Qt's and Python's versions, and a bundle's build date.
 
