@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 
-from console.cli.common import EXIT_OK, emit_json, fail, wants_json
+from console.cli.common import EXIT_OK, emit_json, error, fail, wants_json
 from console.cli.numbers import whole
 
 NAME = "make-data"
@@ -31,21 +32,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from engines.datafiles import DataError, InputLayout, layout_for_catalog
     from engines.inputs import InputError, parse_shape
-    from engines.sample_writer import write_samples
+    from engines.sample_writer import SampleRequestError, check_request, write_samples
 
     if (args.model is None) == (args.shape is None):
         return fail("give either --model NAME (a catalog model) or --shape SHAPE (one sample, batch excluded)")
     try:
         layout = (layout_for_catalog(args.model) if args.model else
                   InputLayout("input", tuple(parse_shape(args.shape)), args.dtype))
-        layout.host_dtype  # noqa: B018 — an unknown --dtype is refused before anything is written
-    except (DataError, InputError) as exc:
+        # dtype, one sample's memory, all files' disk space: refused before anything is allocated or created
+        check_request(args.dir, layout, args.count, args.format)
+    except (DataError, InputError, SampleRequestError) as exc:
         return fail(str(exc))
-    except TypeError as exc:
-        return fail(f"--dtype {args.dtype!r}: not a numpy dtype ({exc}); use float32, float16, int64 …")
     try:
         written = write_samples(args.dir, layout, args.count, args.format, args.seed)
+    except SampleRequestError as exc:  # the disk filled between the check and the write
+        return fail(str(exc))
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # ran out part-way: a failure, the partial file removed
+            return error(f"--dir {args.dir}: the disk filled while writing ({exc.strerror}); free some space, lower "
+                         "--count, or give a --dir on a disk with room")
         return fail(f"--dir {args.dir}: cannot write there ({exc.strerror or exc}); choose a writable directory")
     if wants_json(args):
         emit_json(written)

@@ -8,7 +8,7 @@ import pytest
 from console.cli import main
 from engines import datafiles
 from engines.datafiles import InputLayout
-from engines.sample_writer import write_samples
+from engines.sample_writer import SampleRequestError, check_request, write_samples
 
 LAYOUT = InputLayout("features", (6,), "float32")
 
@@ -63,3 +63,60 @@ def test_make_data_refuses_bad_options_with_the_fix(tmp_path, capsys, argv, mess
     assert main(["make-data", "--dir", str(tmp_path / "d"), *argv]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "d").exists()
+
+
+# ---- Refused before anything is allocated or created (issue 19, case 4)
+@pytest.mark.parametrize("argv, message", [
+    # 3.6 PiB per sample: numpy's _ArrayMemoryError traceback before the check, after the directory was made
+    (["--shape", "100000x100000x100000"], "one 100000x100000x100000 float32 sample is 3.6 PiB"),
+    # an InputError traceback from make_array before the check
+    (["--shape", "3x4", "--dtype", "object"], "object is not numeric"),
+    (["--shape", "3x4", "--dtype", "U5"], "is not numeric"),
+    (["--shape", "3x4", "--dtype", "V8"], "is not numeric"),
+    (["--shape", "3x4", "--dtype", "i4,i4"], "is not numeric"),
+    (["--shape", "3x4", "--dtype", "complex64"], "is not numeric"),
+    (["--shape", "3x4", "--dtype", "x" * 300], "not a numpy dtype"),
+    (["--shape", "x".join(["1"] * 65)], "at most 64"),
+    # 36 TiB of files: written until the disk filled before the check
+    (["--shape", "1000x1000", "--count", "10000000"], "lower --count"),
+])
+def test_make_data_refuses_what_cannot_be_written_before_creating_anything(tmp_path, capsys, argv, message):
+    assert main(["make-data", "--dir", str(tmp_path / "d"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "d").exists()
+
+
+def test_refusals_name_the_allowed_dtypes_and_the_sizes(tmp_path):
+    with pytest.raises(SampleRequestError, match="use one of float16, float32.*bool"):
+        check_request(tmp_path, InputLayout("x", (3,), "object"), 1)
+    layout = InputLayout("x", (1024, 1024), "float32")  # 4 MiB a sample, 16 MiB of memory to build one
+    with pytest.raises(SampleRequestError, match=r"4\.0 MiB and building it takes about 16\.0 MiB of memory, but "
+                                                 r"this machine has 8\.0 MiB available"):
+        check_request(tmp_path, layout, 1, available_memory=8 << 20, free_disk=1 << 40)
+    with pytest.raises(SampleRequestError, match=r"10 npy files of 4\.0 MiB are 40\.0 MiB, .* has 20\.0 MiB free"):
+        check_request(tmp_path, layout, 10, available_memory=1 << 40, free_disk=20 << 20)
+    plan = check_request(tmp_path, layout, 10, "bin", available_memory=1 << 40, free_disk=40 << 20)
+    assert plan.total_bytes == 40 << 20 and plan.file_bytes == 4 << 20
+
+
+def test_the_planned_size_is_what_is_written_and_a_rerun_reuses_the_room(tmp_path):
+    layout = InputLayout("x", (7, 5), "int16")
+    plan = check_request(tmp_path / "d", layout, 3, "npy")
+    written = write_samples(tmp_path / "d", layout, 3, "npy")
+    assert written["bytes"] == plan.total_bytes
+    # the same request again overwrites the same files: it needs no free space beyond theirs
+    assert check_request(tmp_path / "d", layout, 3, "npy", free_disk=0).total_bytes == plan.total_bytes
+
+
+def test_a_write_that_fails_part_way_leaves_no_truncated_file(tmp_path, monkeypatch):
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "save", full)
+    with pytest.raises(OSError):
+        write_samples(tmp_path, LAYOUT, 2, "npy")
+    assert list(tmp_path.iterdir()) == []
+    # the command: a failure (exit 1) with the fix, not a usage error, and nothing half-written
+    assert main(["make-data", "--dir", str(tmp_path / "d"), "--shape", "3x4", "--count", "2"]) == 1
+    assert list((tmp_path / "d").iterdir()) == []
