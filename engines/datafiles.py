@@ -1,8 +1,10 @@
 """Sample files on disk → arrays that fit a model's input: listing, reading (cold or warm) and decoding.
 
-Files are data, never code: `.npy` is read with `numpy.load(allow_pickle=False)` (an object array, which only
-unpickling could rebuild, is refused), `.f32` is raw little-endian float32 and `.bin` raw little-endian in the
-input's own dtype. One file holds one sample of the model's first input (its shape without the batch dim);
+Files are data, never code: a `.npy` file's header is read first, without numpy.load, so a refusal says what
+the file is — not an .npy file at all (no NPY magic: text, a zip, a pickle), an .npy with a header that does not
+parse, an object array (which only unpickling could rebuild), or fewer bytes than its header promises — and only
+then is it read with `numpy.load(allow_pickle=False)`. `.f32` is raw little-endian float32 and `.bin` raw
+little-endian in the input's own dtype. One file holds one sample of the model's first input (its shape without the batch dim);
 `.npy` files may also carry a leading 1. Every refusal is a `DataError` naming the file and the fix, so an
 input-pipeline run fails with a cause the user can act on.
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import tokenize
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,12 +173,11 @@ def decode(path: Path, data: bytes | bytearray, layout: InputLayout) -> np.ndarr
     if not data:
         raise DataError(f"sample file {path} is empty; regenerate it (labconsole make-data) or remove it")
     if suffix == ".npy":
+        _check_npy(path, data)
         try:
             array = np.load(io.BytesIO(data), allow_pickle=False)
         except ValueError as exc:
-            why = ("it holds Python objects, which only unpickling could rebuild (refused)"
-                   if "allow_pickle" in str(exc) else str(exc))
-            raise DataError(f"sample file {path} does not decode as .npy: {why}; write numeric arrays with "
+            raise DataError(f"sample file {path} does not decode as .npy: {exc}; write numeric arrays with "
                             "numpy.save, or regenerate it with labconsole make-data") from exc
         except (OSError, EOFError) as exc:
             raise DataError(f"sample file {path} does not decode as .npy ({exc}); it is not a numpy.save file — "
@@ -206,6 +208,57 @@ def batch_files(files: Sequence[Path], index: int, batch: int) -> list[Path]:
 
 
 # ---- Private API
+_NPY_MAGIC = b"\x93NUMPY"
+_NPY_VERSIONS = {(1, 0), (2, 0), (3, 0)}  # what numpy.save writes; 3.0 only differs in its header's text encoding
+_NPY_FIX = "write numeric arrays with numpy.save, or regenerate it with labconsole make-data"
+
+
+def _check_npy(path: Path, data: bytes | bytearray) -> None:
+    """Refuse an .npy file by what its first bytes show, before numpy.load reads it (see the module docstring)."""
+    if not bytes(data[:6]) == _NPY_MAGIC:
+        raise DataError(f"sample file {path} is not an .npy file: it does not start with the NPY magic "
+                        f"(\\x93NUMPY) that numpy.save writes — it looks like {_looks_like(data)}; {_NPY_FIX}, or "
+                        "give raw little-endian samples a .f32 or .bin name")
+    version = (data[6], data[7]) if len(data) >= 8 else None
+    if version not in _NPY_VERSIONS:
+        shown = f"{version[0]}.{version[1]}" if version else "missing"
+        raise DataError(f"sample file {path} has a bad .npy header: format version {shown}, numpy.save writes "
+                        f"1.0, 2.0 or 3.0; {_NPY_FIX}")
+    stream = io.BytesIO(data)
+    stream.seek(8)
+    reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    try:
+        shape, _, dtype = reader(stream)
+    except (ValueError, SyntaxError, TypeError, tokenize.TokenError) as exc:  # literal_eval of the file's text
+        why = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        raise DataError(f"sample file {path} has a bad .npy header ({why}); it is damaged or was not written by "
+                        f"numpy.save — {_NPY_FIX}") from None
+    if dtype.hasobject:
+        raise DataError(f"sample file {path} holds Python objects (an object array), which only unpickling could "
+                        f"rebuild (refused); {_NPY_FIX}")
+    wanted = math.prod(shape) * dtype.itemsize
+    if len(data) - stream.tell() < wanted:
+        raise DataError(f"sample file {path} is truncated: its header says {'x'.join(map(str, shape)) or 'scalar'} "
+                        f"{dtype} ({wanted:,} bytes of data) but {len(data) - stream.tell():,} follow; regenerate it "
+                        "(labconsole make-data) or remove it")
+
+
+def _looks_like(data: bytes | bytearray) -> str:
+    """What a file that is not .npy seems to be, from its first bytes (for the refusal's message)."""
+    head = bytes(data[:64])
+    if head.startswith(b"PK\x03\x04"):
+        return "a zip archive (an .npz from numpy.savez? save each sample with numpy.save)"
+    if head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5:
+        return "a Python pickle"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:  # not merely a character cut at the 64-byte mark
+            return "binary data of another kind"
+        text = head[:exc.start].decode("utf-8")
+    return "text" if all(char.isprintable() or char in "\t\n\r" for char in text) else "binary data of another kind"
+
+
 def _check_fits(path: Path, array: np.ndarray, layout: InputLayout) -> None:
     if tuple(array.shape) != layout.sample_shape:
         shown = "x".join(map(str, array.shape)) or "scalar"

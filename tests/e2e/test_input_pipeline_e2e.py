@@ -67,10 +67,10 @@ def test_a_file_that_does_not_decode_fails_the_run_and_the_history_keeps_it(tmp_
     finally:
         writer.close()
     assert record["status"] == "failed"
-    assert "sample-000002.npy does not decode as .npy" in record["message"]
+    assert "sample-000002.npy is not an .npy file" in record["message"]
     with HistoryStore(tmp_path / "h.db") as store:
         stored = store.get_run(record["run_id"])
-        assert stored["status"] == "failed" and "sample-000002.npy does not decode" in stored["error"]
+        assert stored["status"] == "failed" and "sample-000002.npy is not an .npy file" in stored["error"]
         assert store.get_run(earlier.run_id)["status"] == "completed"
 
 

@@ -3,7 +3,9 @@
 Every refusal names the file (or directory) and says what to do; nothing here is unpickled.
 """
 
+import io
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -78,14 +80,45 @@ def test_npy_decodes_to_the_sample_shape_and_a_leading_one_is_dropped(tmp_path):
 
 def test_an_object_array_is_refused_without_unpickling(tmp_path):
     path = npy(tmp_path / "o.npy", np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
-    with pytest.raises(DataError, match=rf"{path} does not decode as .npy: it holds Python objects"):
+    with pytest.raises(DataError, match=rf"{path} holds Python objects .*only unpickling could rebuild"):
         datafiles.decode(path, path.read_bytes(), LAYOUT)
 
 
 def test_bytes_that_are_not_npy_are_refused(tmp_path):
     path = write(tmp_path / "g.npy", b"this is not numpy at all")
-    with pytest.raises(DataError, match=rf"{path} does not decode as .npy.*numpy.save"):
+    with pytest.raises(DataError, match=rf"{path} is not an .npy file: .*NPY magic.*numpy.save"):
         datafiles.decode(path, path.read_bytes(), LAYOUT)
+
+
+def _npz_bytes():
+    buffer = io.BytesIO()
+    np.savez(buffer, a=np.zeros(3))
+    return buffer.getvalue()
+
+
+def _npy_bytes(array, **kwargs):
+    buffer = io.BytesIO()
+    np.save(buffer, array, **kwargs)
+    return buffer.getvalue()
+
+
+# Issue 19, case 6: a text file named junk.npy was "Python objects, which only unpickling could rebuild"
+@pytest.mark.parametrize("data, said", [
+    (b"just some notes\n", "is not an .npy file: it does not start with the NPY magic .* it looks like text"),
+    (pickle.dumps([1, 2]), "is not an .npy file: .* it looks like a Python pickle"),
+    (_npz_bytes(), "is not an .npy file: .* it looks like a zip archive"),
+    (bytes(range(256)), "is not an .npy file: .* it looks like binary data of another kind"),
+    (b"\x93NUMPY\x09\x00\x10\x00{'descr': 1}\n", "has a bad .npy header: format version 9.0"),
+    (b"\x93NUMPY\x01\x00\x10\x00{'descr': oops}\n", "has a bad .npy header"),
+    (_npy_bytes(np.zeros((2, 3), np.float32))[:-5], r"is truncated: its header says 2x3 float32 \(24 bytes"),
+    (_npy_bytes(np.array([1, None], dtype=object), allow_pickle=True), "holds Python objects"),
+])
+def test_a_refused_npy_says_what_the_file_is_not(tmp_path, data, said):
+    path = write(tmp_path / "junk.npy", data)
+    with pytest.raises(DataError, match=said) as caught:
+        datafiles.decode(path, data, LAYOUT)
+    if "objects" not in said:
+        assert "unpickling" not in str(caught.value)
 
 
 def test_an_empty_file_is_refused(tmp_path):
