@@ -453,7 +453,7 @@ class SummaryCard(QtWidgets.QFrame):
         valid = bool(summary["valid"])
         self._verdict.setText("VALID" if valid else f"INVALID — {failed} rule{'s' * (failed != 1)} not met")
         stability = _stability(summary)  # console.analysis.drift: stable / jittery machine (noise 15%), no drift / …
-        if valid and stability.get("text") and stability.get("verdict") != "stable":
+        if valid and stability.get("text") and stability.get("text") != "stable":  # "stable; drifts under 25% …"
             self._verdict.setText(f"VALID — {stability['text']}")
         self._verdict.setToolTip(str(stability.get("text") or ""))
         self._verdict.setStyleSheet(f"color: {theme.GOOD if valid else theme.BAD};")

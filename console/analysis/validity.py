@@ -343,6 +343,7 @@ def _stability(windows: list[dict[str, Any]], n: int, rate: float | None, measur
         info.update(verdict=verdict["verdict"], text=verdict["text"], noise=verdict["noise"],
                     settled=verdict["settled"],
                     typical_spread=verdict["typical_spread"], unresolved_change=verdict["unresolved_change"],
+                    min_detectable_change=verdict["min_detectable_change"],
                     allowance=verdict["allowance"], trend=verdict["trend"], drift_threshold=verdict["drift_threshold"])
         return verdict["valid"], info, drift.reason(verdict, k, every, measured_s)
     if spread is not None and spread <= rules.stability_tolerance:

@@ -11,6 +11,12 @@ so that a neighbour's load weighs on both kinds alike:
   the model's median latency on every call after half the measuring phase; goal: ≥ 95% are reported as a drift
   (an invalid reason with rule "drift").
 
+- honest: each slowed run either reports the drift or states that drifts of 20% are below what it could resolve
+  (console.analysis.drift.min_detectable_change, the step its windows find 19 times in 20); goal ≥ 95%. On this
+  VM the machine's own speed wanders 16–25% between seconds with a long memory, so a 20% step inside an 8-s run
+  cannot be found at 95% by any window statistic without false alarms (the drift module's docstring gives the
+  simulation); what the product owes then is not to claim "no drift".
+
 Each rate is judged by its 95% Wilson interval (bench_stats.wilson_interval) through bench_verdict: with 20 runs,
 20 of 20 gives 83.9–100%, which straddles a 90% goal — undecided, not passed: proving ≥ 90% needs about 35 clean
 runs and ≥ 95% about 75 (DRIFT_RUNS sets the count). A decided miss while other processes used more than a
@@ -23,7 +29,9 @@ busy 2-core VM up to 17 s a run: no new pair starts after DRIFT_BUDGET_S, 540 s 
 
 from __future__ import annotations
 
+import math
 import os
+import statistics
 import time
 
 import pytest
@@ -59,7 +67,8 @@ def run_once(writer: HistoryWriter, db, slowed: bool) -> dict:
     return {"valid": summary["valid"], "rules": [r["rule"] for r in summary["invalid_reasons"]],
             "verdict": stability.get("verdict"), "text": stability.get("text"), "noise": stability.get("noise"),
             "spread": stability.get("spread"), "change": (stability.get("trend") or {}).get("change"),
-            "p": (stability.get("trend") or {}).get("p_value")}
+            "p": (stability.get("trend") or {}).get("p_value"),
+            "resolvable": stability.get("min_detectable_change")}
 
 
 def test_jitter_is_valid_and_a_half_way_slowdown_is_a_drift(bench, tmp_path):
@@ -84,16 +93,24 @@ def test_jitter_is_valid_and_a_half_way_slowdown_is_a_drift(bench, tmp_path):
     steady, drifting = steady[:runs], drifting[:runs]
     valid = sum(o["valid"] for o in steady)
     caught = sum("drift" in o["rules"] for o in drifting)
+    # honest: found the drift, or said that a drift of this size was below what the run could resolve
+    honest = sum("drift" in o["rules"] or (o["resolvable"] or 0) > SLOWDOWN for o in drifting)
+    could = [o for o in drifting if o["resolvable"] is not None and o["resolvable"] <= SLOWDOWN]
     details = {"runs_each": runs, "runs_asked": RUNS, "duration_s": DURATION_S, "slowdown": SLOWDOWN,
                "elapsed_s": round(elapsed, 1),
                "other_cpu_percent": round(busy, 1),
                "steady_verdicts": _count(o["verdict"] for o in steady),
                "drifting_verdicts": _count(o["verdict"] for o in drifting),
                "noise_seen": sorted({round(o["noise"], 3) for o in steady + drifting if o["noise"] is not None}),
+               "resolvable_drift_median": _median([o["resolvable"] for o in steady + drifting]),
+               "slowed_runs_that_could_resolve_it": len(could),
+               "of_those_caught": sum("drift" in o["rules"] for o in could),
                # per run: verdict, last-windows spread, halves' change, Mann-Whitney p (for tuning the rule later)
                "steady_runs": [_brief(o) for o in steady], "drifting_runs": [_brief(o) for o in drifting]}
     for name, hits, goal in (("steady mlp runs ending VALID", valid, STEADY_GOAL),
-                             (f"runs slowed {SLOWDOWN:.0%} half-way reported as a drift", caught, DRIFT_GOAL)):
+                             (f"runs slowed {SLOWDOWN:.0%} half-way reported as a drift", caught, DRIFT_GOAL),
+                             (f"runs slowed {SLOWDOWN:.0%} half-way: drift reported or stated unresolvable", honest,
+                              DRIFT_GOAL)):
         result = judge(name, hits / runs, wilson_interval(hits, runs), goal, samples=runs, hits=hits, **details)
         if result.verdict == FAIL and busy > QUIET_OTHER_PERCENT:
             result = type(result)(name, result.value, result.interval, goal, UNDECIDED,
@@ -120,9 +137,15 @@ def _runs_needed(goal: float) -> int:
 
 def _brief(outcome: dict) -> list:
     def rounded(x):
-        return None if x is None else round(x, 3)
+        return None if x is None or not math.isfinite(x) else round(x, 3)
 
-    return [outcome["verdict"], rounded(outcome["spread"]), rounded(outcome["change"]), rounded(outcome["p"])]
+    return [outcome["verdict"], rounded(outcome["spread"]), rounded(outcome["change"]), rounded(outcome["p"]),
+            rounded(outcome["resolvable"])]
+
+
+def _median(values) -> float | None:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return round(statistics.median(finite), 3) if finite else None
 
 
 def _count(values) -> dict:

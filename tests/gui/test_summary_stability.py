@@ -22,6 +22,9 @@ def test_a_jittery_valid_run_says_so_and_states_the_noise_beside_the_figures(qtb
     assert "machine noise 15% between windows" in card.figure_tooltip("p50")
     card.set_summary(summary({"verdict": "stable", "text": "stable", "noise": 0.04}))
     assert card.verdict_text() == "VALID" and "machine noise 4%" in card.figure_tooltip("p50")
+    unresolved = "stable; no drift shown, but drifts under 25% cannot be resolved by 10 windows that jitter 8%"
+    card.set_summary(summary({"verdict": "stable", "text": unresolved, "noise": 0.04}))
+    assert card.verdict_text() == f"VALID — {unresolved}"  # what the run could not rule out is on the card
     card.set_summary(summary({"verdict": "drift", "text": "drift: latency rose 20% over the run", "noise": 0.05},
                              valid=False))
     assert card.verdict_text() == "INVALID — 1 rule not met"

@@ -1,6 +1,8 @@
 """Jitter or drift: synthetic latency sequences judged against a noise floor (console.analysis.drift through
 validity.assess), the exact Mann–Whitney p, and the reference kernel's spread statistic (engines.machine.noise)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -44,8 +46,11 @@ def test_jitter_only_is_valid_on_a_machine_that_jitters_that_much():
         if result["stability"]["verdict"] == "jittery":
             text = result["stability"]["text"]
             assert result["valid"] and text.startswith("jittery machine (noise 15%)")
-            if result["stability"]["unresolved_change"] is None:
+            if result["stability"]["unresolved_change"] is None and result["stability"]["min_detectable_change"] <= 0.10:
                 assert text == "jittery machine (noise 15%), no drift"
+            elif result["stability"]["unresolved_change"] is None:  # resolved nothing it could have missed
+                assert text.startswith("jittery machine (noise 15%); no drift shown, but drifts under ")
+                assert f"drifts under {result['stability']['min_detectable_change']:.0%} cannot be resolved" in text
             else:  # the halves moved beyond the tolerance without a significant test: said, not hidden
                 assert "cannot tell from jitter" in text and "no drift shown" in text
             assert result["stability"]["spread"] > 0.10 and result["stability"]["allowance"] == pytest.approx(0.30)
@@ -226,3 +231,35 @@ def test_a_step_the_windows_cannot_resolve_is_said_not_called_no_drift():
     assert verdict["trend"]["p_value"] > drift.ALPHA and verdict["unresolved_change"] > 0.10
     assert "no drift shown, but the halves differ by +" in verdict["text"]
     assert ", no drift" not in verdict["text"]
+
+
+def test_the_smallest_resolvable_drift_is_found_19_times_in_20():
+    """min_detectable_change is what it says: a step of that size in independent windows that jitter as the run's
+    did is found in about 95% of runs, and a step of half its size far less often (fresh seeds, not the table's)."""
+    rng = np.random.default_rng(77)
+    sigma, found_at, found_half = 0.15, 0, 0
+    smallest = drift.min_detectable_change(5, sigma)
+    runs = 600
+    for _ in range(runs):
+        logs = sigma * rng.standard_normal(10)
+        for step, tally in ((smallest, "full"), (smallest / 2, "half")):
+            medians = np.exp(logs + np.r_[np.zeros(5), np.full(5, np.log1p(step))])
+            hit = drift.trend(list(medians))["p_value"] <= drift.ALPHA
+            found_at += hit and tally == "full"
+            found_half += hit and tally == "half"
+    assert 0.92 <= found_at / runs <= 0.98
+    assert found_half / runs < 0.6
+    assert drift.min_detectable_change(5, 0.01) < 0.05 < drift.min_detectable_change(5, 0.05)
+    assert drift.min_detectable_change(3, 0.01) == math.inf  # 3 + 3 windows never reach p <= 0.05
+
+
+def test_a_quiet_run_says_no_drift_and_a_run_that_resolves_little_says_how_little():
+    quiet = drift.judge([1.0, 1.01, 0.99, 1.0, 1.01, 1.0, 0.995, 1.005, 1.0, 1.01], 3, 0.10, floor(0.05))
+    assert quiet["verdict"] == "stable" and quiet["text"] == "stable"
+    assert quiet["min_detectable_change"] < 0.10
+    rough = drift.judge([1.0, 1.09, 0.93, 1.05, 0.96, 1.02, 0.92, 1.08, 0.97, 1.03], 3, 0.10, floor(0.10))
+    assert rough["valid"] and rough["min_detectable_change"] > 0.10
+    assert f"drifts under {rough['min_detectable_change']:.0%} cannot be resolved by 10 windows that jitter" \
+        in rough["text"]
+    few = drift.judge([1.0, 1.02, 0.98, 1.01, 1.0, 0.99], 3, 0.10, floor(0.05))
+    assert few["min_detectable_change"] == math.inf and "6 windows cannot show a drift" in few["text"]
