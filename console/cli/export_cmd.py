@@ -1,8 +1,9 @@
 """`labconsole export RUN… --format csv|json|trace [--summary] [--out FILE]`: stored runs as files other tools read.
 
-Reads only (open_reader). With --out the file appears whole or not at all: the export goes to a temporary file
-beside it, renamed over FILE only once every run was written, so an unknown run or a full disk never leaves a
-half-written or emptied FILE behind.
+Reads only (open_reader). --out goes through console.output_file, checked before the history is opened: a file
+appears whole or not at all (a temporary file beside it, renamed over FILE only once every run was written, so an
+unknown run or a full disk never leaves a half-written or emptied FILE behind); `-` or /dev/stdout is standard
+output; a character device or FIFO is written into, never replaced.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ import argparse
 import contextlib
 import os
 import sys
-import tempfile
-from pathlib import Path
 
+from console.cli.arguments import history_failure
 from console.cli.common import EXIT_OK, db_path, error, fail
+from console.output_file import OutputError, check_out, write_out
 
 NAME = "export"
 HELP = "write runs as csv (one row per iteration), json (the whole run) or a Chrome trace (Perfetto)"
@@ -31,7 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--summary", action="store_true",
                         help="csv with one row per run (p50, p99, throughput, valid, energy … as the History table "
                              "shows them) instead of one per iteration")
-    parser.add_argument("--out", metavar="FILE", default=None, help="write here instead of standard output")
+    parser.add_argument("--out", metavar="FILE", default=None,
+                        help="write here instead of standard output: a file appears whole or not at all; - is "
+                             "standard output; a device or FIFO is written into, never replaced")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -41,12 +44,19 @@ def main(args: argparse.Namespace) -> int:
     if args.summary and args.format not in (None, "csv"):
         return fail(f"--summary is a csv form (one row per run); drop --format {args.format} or --summary")
     args.format = args.format or ("csv" if args.summary else "json")
-    out_path = Path(args.out).expanduser() if args.out else None
-    if out_path is not None and out_path.is_dir():
-        return fail(f"--out: {out_path} is a directory; give a file path such as {out_path / 'runs.json'}")
+    target = None
+    if args.out is not None:
+        try:
+            target = check_out(args.out, example="runs.json")
+        except OutputError as exc:
+            return fail(str(exc))
+        if target.is_stdout:
+            target = None  # `--out -` is the default: the same stream, the same errors
     try:
         store = open_reader(db_path(args))
     except HistoryError as exc:
+        if target is not None:
+            target.close()
         return error(exc)
     try:
         runs = []
@@ -55,51 +65,34 @@ def main(args: argparse.Namespace) -> int:
             if run is None:
                 return fail(f"RUN: no run {ref!r} in the history at {store.path} (`labconsole history` lists them); "
                             "nothing was exported")
-            runs.append(run)
-        if out_path is None:
+            if all(run["run_id"] != seen["run_id"] for seen in runs):  # `export c588 c588`: each run once
+                runs.append(run)
+        if target is None:
             export_runs(store, runs, args.format, sys.stdout, summary=args.summary)
             sys.stdout.flush()
             return EXIT_OK
-        return _export_to_file(store, runs, args.format, out_path, args.summary)
-    except HistoryError as exc:
-        return error(exc)
+        return _export_to_file(store, runs, args.format, target, args.summary)
+    except HistoryError as exc:  # an id prefix too short or ambiguous: 2, like an unknown id
+        return history_failure(exc)
     except BrokenPipeError:  # `| head`: the reader left; not an error of the export
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 — keeps Python's exit flush quiet
         return EXIT_OK
     finally:
         store.close()
+        if target is not None:
+            target.close()
 
 
 # ---- Private API
-def _export_to_file(store, runs, fmt: str, out_path: Path, summary: bool) -> int:
+def _export_to_file(store, runs, fmt: str, target, summary: bool) -> int:
     from console.export import export_runs
 
     try:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".part", dir=out_path.parent)
-    except OSError as exc:
-        return error(f"--out {out_path}: cannot write there ({exc.strerror or exc}); choose another path")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            counts = export_runs(store, runs, fmt, stream, summary=summary)
-        os.chmod(temp, 0o666 & ~_umask())  # mkstemp's 0600 would hide the export from the user's group
-        os.replace(temp, out_path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        return error(f"--out {out_path}: writing failed ({exc.strerror or exc}); {out_path} was left as it was. "
-                     "Free disk space or choose another path")
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+        counts = write_out(target, lambda stream: export_runs(store, runs, fmt, stream, summary=summary),
+                           binary=False)
+    except OutputError as exc:
+        return error(str(exc))
     print(f"exported {counts['runs']} run(s), {counts['iterations']} iterations, {counts['samples']} telemetry "
-          f"samples as {fmt}{' (one row per run)' if summary else ''} to {out_path}", file=sys.stderr)
+          f"samples as {fmt}{' (one row per run)' if summary else ''} to {target.text}", file=sys.stderr)
     return EXIT_OK
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask

@@ -14,27 +14,31 @@ from typing import Any
 from console.report import document, html
 from console.report.content import Report, ReportError, gather
 
-__all__ = ["Report", "ReportError", "gather", "write_html", "FORMATS"]
+__all__ = ["Report", "ReportError", "gather", "html_bytes", "write_html", "FORMATS"]
 
 FORMATS = (".html", ".htm", ".pdf")
+
+
+def html_bytes(report: Report) -> bytes:
+    """The report as one self-contained HTML document, UTF-8."""
+    return html.render(document.build(report)).encode("utf-8")
 
 
 def write_html(report: Report, path: str | os.PathLike) -> Path:
     """Write the report as one self-contained HTML file, whole or not at all (beside it, then renamed)."""
     target = Path(path)
-    _write_atomically(target, html.render(document.build(report)).encode("utf-8"))
+    _write_atomically(target, html_bytes(report))
     return target
 
 
 def _write_atomically(target: Path, data: bytes) -> None:
-    partial = target.with_name(f".{target.name}.partial")
+    """Through console.output_file: a file whole or not at all, a device or FIFO written into, never replaced."""
+    from console.output_file import OutputError, write_bytes_to
+
     try:
-        partial.write_bytes(data)
-        os.replace(partial, target)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise ReportError(f"cannot write {target} ({exc.strerror or exc}): choose a directory you can write to, "
-                          "with free space") from exc
+        write_bytes_to(target, data, option="report file", example="report.html")
+    except OutputError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def write_bytes(target: str | os.PathLike, data: bytes) -> Path:

@@ -60,6 +60,8 @@ def test_bad_requests_are_refused_and_write_nothing(runs, tmp_path, args, proble
 
 
 def test_an_unwritable_place_fails_with_the_fix(runs, tmp_path):
+    """A missing folder is known before the report is gathered: a usage error (2), and nothing is created."""
     db, ids = runs
     done = labconsole("report", ids[0], "--out", str(tmp_path / "missing" / "r.html"), db=db)
-    assert done.returncode == 1 and "cannot write" in done.stderr and "choose a directory" in done.stderr
+    assert done.returncode == 2 and "cannot write" in done.stderr and "choose a directory" in done.stderr
+    assert "mkdir -p" in done.stderr and not list(tmp_path.iterdir())
