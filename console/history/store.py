@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from console.history import host, jsoncols, latency_codec, recovery, schema, v4_upgrade
+from console.history import damage, host, jsoncols, latency_codec, recovery, schema, v4_upgrade
 from console.history.errors import (
     OTHER_FILE_FIX,
     WRITABLE_FIX,
@@ -42,11 +42,11 @@ from console.history.recovery import INTERRUPTED_ERROR  # noqa: F401 - part of t
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_S = 5.0
 MIN_PREFIX = 4
-_JSON_COLUMNS = ("spec", "summary", "environment", "sweep_point", "configuration", "tags")
 _FACTS = ", ".join(f"f.{c}" for c in ("fingerprint", "configuration", "tags", "note", "precision",
                                        *v4_upgrade.SUMMARY_COLUMNS))
 _RUN_SELECT = (f"SELECT runs.*, hosts.hostname AS hostname, {_FACTS} FROM runs "
                "LEFT JOIN hosts ON hosts.host_id = runs.host_id LEFT JOIN run_facts AS f ON f.run_id = runs.run_id")
+_TABLE_OF = {name: "f" if table == "run_facts" else table for name, (_, table) in damage.RUN_COLUMNS.items()}
 # The run_summary view's columns, read from the covering index idx_runs_listing and run_facts (schema v4)
 _ROW_SELECT = ("SELECT runs.run_id, runs.name, runs.status, runs.started_at, runs.ended_at, hosts.hostname, runs.model, "
                "runs.engine, runs.target, f.precision, runs.batch, runs.scenario, f.fingerprint, f.iterations, "
@@ -85,6 +85,8 @@ class HistoryStore:
         self._pending_samples: list[tuple] = []
         self._known_runs: set[str] = set()  # runs seen to exist: their samples are not looked up again
         self._next_seq: dict[str, int] = {}
+        # damaged runs (console.history.damage) that listings left out: run_id → [{field, reason}], for a note
+        self.skipped_damaged: dict[str, list[dict[str, str]]] = {}
         if read_only:
             self._open_read_only()
             return
@@ -289,11 +291,13 @@ class HistoryStore:
                                 "always works).", self.path)
         return _decode_sweep(rows[0]) if rows else None
 
-    def runs_of_sweep(self, sweep_id: str) -> list[dict[str, Any]]:
-        """The runs of a sweep in the order they ran, JSON columns (sweep_point included) decoded."""
+    def runs_of_sweep(self, sweep_id: str, include_damaged: bool = False) -> list[dict[str, Any]]:
+        """The runs of a sweep in the order they ran, JSON columns (sweep_point included) decoded; damaged runs
+        are left out (and remembered in skipped_damaged) unless `include_damaged`, as in list_runs."""
         with self._guard(f"reading the runs of sweep {sweep_id}"):
-            return [_decode_run(row) for row in _dicts(self._connection.execute(
-                _RUN_SELECT + " WHERE runs.sweep_id = ? ORDER BY runs.started_at, runs.rowid", [sweep_id]))]
+            rows = _dicts(self._connection.execute(
+                _RUN_SELECT + " WHERE runs.sweep_id = ? ORDER BY runs.started_at, runs.rowid", [sweep_id]))
+        return self._usable(rows, include_damaged)
 
     # ---- Machine cards, per-op profiles and artifacts (schema v3)
     def add_machine_card(self, card: Mapping[str, Any], card_id: str | None = None,
@@ -383,13 +387,19 @@ class HistoryStore:
         with self._guard("rolling back"):
             self._connection.rollback()
 
-    def list_runs(self, limit: int | None = None, status: str | None = None, **filters: Any) -> list[dict[str, Any]]:
+    def list_runs(self, limit: int | None = None, status: str | None = None, include_damaged: bool = False,
+                  **filters: Any) -> list[dict[str, Any]]:
         """Runs newest first, JSON columns decoded, each with its host's name. Filters (None = any): model,
         engine, target, precision, fingerprint, hostname, tag, valid (bool), since / until (ISO date or time,
-        compared with started_at; until is exclusive, so until="2026-12-01" ends with November)."""
+        compared with started_at; until is exclusive, so until="2026-12-01" ends with November).
+
+        A damaged run (a JSON column that is not strict JSON of its kind: console.history.damage) is left out
+        and remembered in `skipped_damaged` for the caller's note; `include_damaged` lists it, its damaged
+        columns None and `damaged` saying which and why (for `history` and the History page)."""
         sql, params = _filtered(_RUN_SELECT, limit, status, filters)
         with self._guard("listing runs"):
-            return [_decode_run(row) for row in _dicts(self._connection.execute(sql, params))]
+            rows = _dicts(self._connection.execute(sql, params))
+        return self._usable(rows, include_damaged)
 
     def run_rows(self, limit: int | None = None, status: str | None = None, **filters: Any) -> list[dict[str, Any]]:
         """The run_summary view's plain columns (p50_ms, p99_ms, throughput_per_s, valid, energy, tags, note …),
@@ -397,9 +407,11 @@ class HistoryStore:
         sql, params = _filtered(_ROW_SELECT, limit, status, filters)
         with self._guard("listing runs"):
             rows = _dicts(self._connection.execute(sql, params))
-        for row in rows:
-            tags = row["tags"]
-            row["tags"] = json.loads(tags) if tags and tags != "[]" else []
+            for row in rows:
+                tags, reason = ([], None) if row["tags"] in (None, "[]") else damage.decode("tags", row["tags"])
+                row["tags"] = tags or []
+                if reason:
+                    self._mark_damage(row)
         return rows
 
     # ---- Series, baselines, tags and notes (schema v4)
@@ -418,8 +430,8 @@ class HistoryStore:
                "GROUP BY f.fingerprint ORDER BY last_started_at DESC")
         with self._guard("listing configurations"):
             rows = _dicts(self._connection.execute(sql))
-        for row in rows:
-            row["configuration"] = json.loads(row["configuration"]) if row["configuration"] else None
+        for row in rows:  # a damaged configuration reads as unknown: its series is still judged by fingerprint
+            row["configuration"] = damage.decode("configuration", row["configuration"])[0]
         return rows
 
     def set_tags(self, run_id: str, tags: Iterable[str]) -> list[str]:
@@ -439,7 +451,10 @@ class HistoryStore:
             if row is None:
                 raise HistoryError(f"there is no run {run_id} in {self.path}",
                                    "check the run id (`labconsole history` lists them).", self.path)
-            summary = json.loads(row[0]) if row[0] else {}
+            summary, reason = damage.decode("summary", row[0])
+            if reason:  # merging into it would replace what is left of it
+                raise damage.DamagedRunError(run_id, [{"field": "summary", "reason": reason}], self.path)
+            summary = summary or {}
             summary[key] = value
             self._connection.execute("UPDATE runs SET summary = ? WHERE run_id = ?",
                                      [_dumps(summary, "summary"), run_id])
@@ -488,8 +503,10 @@ class HistoryStore:
             return _dicts(self._connection.execute("SELECT fingerprint, run_id, set_at FROM baselines "
                                                    "ORDER BY set_at DESC"))
 
-    def get_run(self, run_id_or_prefix: str) -> dict[str, Any] | None:
-        """The run with this id, or the one whose id starts with this prefix (≥ 4 chars); None if none."""
+    def get_run(self, run_id_or_prefix: str, include_damaged: bool = False) -> dict[str, Any] | None:
+        """The run with this id, or the one whose id starts with this prefix (≥ 4 chars); None if none.
+        A damaged run (console.history.damage) raises DamagedRunError naming the field and the fix, unless
+        `include_damaged`: then it is returned with `damaged` and its damaged columns None."""
         ref = str(run_id_or_prefix).strip()
         with self._guard("looking up a run"):
             rows = _dicts(self._connection.execute(_RUN_SELECT + " WHERE runs.run_id = ?", [ref]))
@@ -509,7 +526,10 @@ class HistoryStore:
             raise IdPrefixError(f"run id prefix {ref!r} matches several runs: {shown}{more}",
                                 f"give more characters of the run id (at least {MIN_PREFIX}; the whole id always "
                                 "works).", self.path)
-        return _decode_run(rows[0])
+        run = _decode_run(rows[0])
+        if run.get("damaged") and not include_damaged:
+            raise damage.DamagedRunError(run["run_id"], run["damaged"], self.path)
+        return run
 
     def latencies(self, run_id: str) -> tuple[np.ndarray, np.ndarray]:
         """(t_ns, latency_ns) as int64 arrays in arrival order."""
@@ -572,6 +592,28 @@ class HistoryStore:
         self.close()
 
     # ---- Private API
+    def _usable(self, rows: list[dict[str, Any]], include_damaged: bool) -> list[dict[str, Any]]:
+        """Decoded runs; a damaged one kept (include_damaged) or left out and remembered in skipped_damaged."""
+        runs = []
+        for run in map(_decode_run, rows):
+            if run.get("damaged") and not include_damaged:
+                self.skipped_damaged[run["run_id"]] = run["damaged"]
+            else:
+                runs.append(run)
+        return runs
+
+    def _mark_damage(self, row: dict[str, Any]) -> None:
+        """`damaged` on a run_rows row whose tags are damaged, every JSON column checked. The other rows' big JSON
+        columns are not read here (checking them costs about as much again as the listing: 10,000 runs, +150 ms):
+        a damaged summary shows when the run is opened (get_run)."""
+        names = ("spec", "summary", "environment", "sweep_point", "configuration", "tags")
+        raw = self._connection.execute(f"SELECT {', '.join(f'{_TABLE_OF[name]}.{name}' for name in names)} FROM "
+                                       "runs LEFT JOIN run_facts AS f ON f.run_id = runs.run_id WHERE "
+                                       "runs.run_id = ?", [row["run_id"]]).fetchone()
+        decoded = damage.decode_run(dict(zip(names, raw or (None,) * len(names), strict=True)))
+        if decoded.get("damaged"):
+            row["damaged"] = decoded["damaged"]
+
     @property
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -963,10 +1005,8 @@ def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
 
 
 def _decode_run(row: dict[str, Any]) -> dict[str, Any]:
-    for column in _JSON_COLUMNS:
-        if row.get(column) is not None:
-            row[column] = json.loads(row[column])
-    return row
+    """Strictly, through console.history.damage: a damaged column is None and listed in row["damaged"]."""
+    return damage.decode_run(row)
 
 
 def _decode_sweep(row: dict[str, Any]) -> dict[str, Any]:
