@@ -296,6 +296,7 @@ class SummaryCard(QtWidgets.QFrame):
 
         self._verdict = QtWidgets.QLabel()
         self._verdict.setFont(theme.font(theme.AXIS_LABEL_PT, bold=True))
+        self._verdict.setWordWrap(True)  # "VALID — stable; no drift shown, but drifts under 38% …" is read whole
         self._verdict.hide()
 
         self._baseline = QtWidgets.QLabel()  # the verdict against the configuration's baseline run
