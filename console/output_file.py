@@ -99,6 +99,7 @@ def check_out(text: str | os.PathLike, *, option: str = "--out", example: str = 
     if raw in STDOUT_NAMES:
         return Output(raw, STDOUT)
     path = Path(raw).expanduser()
+    raw = shown(raw)  # from here on only in messages, which must print whatever bytes the name holds
     _check_name_length(path, raw, option)
     try:
         st = os.stat(path)  # follows links: what a write would reach
@@ -113,7 +114,8 @@ def check_out(text: str | os.PathLike, *, option: str = "--out", example: str = 
         _check_folder(path, raw, option)
         return Output(raw, FILE, path)
     if stat.S_ISDIR(mode):
-        raise OutputError(f"{option} {raw} is a directory; give a file path such as {path / example}", usage=True)
+        raise OutputError(f"{option} {raw} is a directory; give a file path such as {shown(path / example)}",
+                          usage=True)
     if stat.S_ISCHR(mode):
         return Output(raw, DEVICE, path, _open_existing(path, raw, option, os.O_WRONLY | os.O_NOCTTY))
     if stat.S_ISFIFO(mode):
@@ -153,6 +155,12 @@ def write_bytes_to(text: str | os.PathLike, data: bytes, *, option: str = "--out
         return target
 
 
+def shown(name: str | os.PathLike) -> str:
+    """`name` printable on a strict UTF-8 stream: bytes that are not UTF-8 (a file name from another locale,
+    kept by Python as lone surrogates) appear as \\xNN instead of failing the print."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 # ---- Private API
 def _is_stdout(st: os.stat_result, stdout: IO[Any], path: Path) -> bool:
     """`path` reaches this process's standard output (same device and inode). A regular file counts only when
@@ -171,7 +179,7 @@ def _check_name_length(path: Path, raw: str, option: str) -> None:
     for part in path.parts:
         size = len(os.fsencode(part))
         if size > limit:
-            raise OutputError(f"{option}: the name {_short(part)} is {size} bytes long, more than the {limit} this "
+            raise OutputError(f"{option}: the name {_short(shown(part))} is {size} bytes long, more than the {limit} this "
                               "file system allows; choose a shorter file name", usage=True)
     if len(os.fsencode(str(path))) >= 4096:
         raise OutputError(f"{option}: the path is {len(os.fsencode(str(path)))} bytes long, more than the 4095 a "
@@ -194,18 +202,19 @@ def _short(part: str) -> str:
 def _check_folder(path: Path, raw: str, option: str) -> None:
     """The folder that will hold the temporary file exists and takes new files."""
     folder = path.parent
+    where = shown(folder)
     try:
         st = os.stat(folder)
     except FileNotFoundError:
-        raise OutputError(f"{option}: cannot write {raw}: the folder {folder} does not exist; create it "
-                          f"(mkdir -p {folder}) or choose a directory you can write to", usage=True) from None
+        raise OutputError(f"{option}: cannot write {raw}: the folder {where} does not exist; create it "
+                          f"(mkdir -p {where}) or choose a directory you can write to", usage=True) from None
     except OSError as exc:
         raise _usage_from(exc, raw, option) from None
     if not stat.S_ISDIR(st.st_mode):
-        raise OutputError(f"{option}: cannot write {raw}: {folder} is not a directory; choose a directory you can "
+        raise OutputError(f"{option}: cannot write {raw}: {where} is not a directory; choose a directory you can "
                           "write to", usage=True)
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise OutputError(f"{option}: cannot write {raw}: the folder {folder} does not take new files (no "
+        raise OutputError(f"{option}: cannot write {raw}: the folder {where} does not take new files (no "
                           "permission, or a read-only file system); choose a directory you can write to",
                           usage=True)
 

@@ -227,3 +227,14 @@ def test_a_symlink_to_a_file_is_still_replaced_not_followed(history, exported, t
     assert done.returncode == 0, done.stderr
     assert not link.is_symlink() and link.read_bytes() == exported and real.read_text() == "someone else's file\n"
     assert json.loads(exported)["runs"][0]["run_id"] == run_id
+
+
+def test_a_report_named_in_another_locale_is_written_and_said_on_a_strict_stdout(history, tmp_path):
+    db, run_id = history
+    name = os.fsdecode(b"caf\xe9\xff.html")
+    env = {**environment(), "PYTHONIOENCODING": "utf-8:strict"}  # as in a UTF-8 terminal
+    done = subprocess.run(command("report", run_id, "--out", str(tmp_path / name), db=db), capture_output=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode("utf-8").rstrip().endswith("caf\\xe9\\xff.html")
+    assert os.listdir(os.fsencode(tmp_path)) == [b"caf\xe9\xff.html"]

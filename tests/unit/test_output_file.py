@@ -236,3 +236,16 @@ def test_bytes_already_made_go_through_the_same_rules(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(OutputError, match="FIFO with no reader"):
         write_bytes_to(fifo, b"x")
+
+
+def test_a_name_that_is_not_utf8_is_shown_not_a_crash(tmp_path):
+    """A file name from another locale reaches Python as lone surrogates; messages must still print strictly."""
+    name = os.fsdecode(b"caf\xe9\xff.html")
+    with pytest.raises(OutputError) as info:
+        check_out(tmp_path / "missing" / name)
+    message = str(info.value)
+    assert "caf\\xe9\\xff.html" in message and message.encode("utf-8", "strict")
+    target = check_out(tmp_path / name)
+    assert target.text.encode("utf-8", "strict") and target.text.endswith("caf\\xe9\\xff.html")
+    write_text(target)
+    assert os.listdir(tmp_path.as_posix().encode()) == [b"caf\xe9\xff.html"]
