@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fail, wants_json
@@ -60,8 +61,14 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _shown(store: Any, ref: str | None) -> list[dict[str, Any]] | None:
-    if not ref:
-        return [_row(store, store.get_run(b["run_id"]), b["set_at"]) for b in store.baselines()]
+    if not ref:  # a damaged baseline run is left out of the list, with a note (console.history.damage)
+        from console.history import damage
+
+        runs = [(store.get_run(b["run_id"], include_damaged=True), b["set_at"]) for b in store.baselines()]
+        for run, _ in runs:
+            if run.get("damaged"):
+                print(damage.skipped_note(run["run_id"], run["damaged"]), file=sys.stderr)
+        return [_row(store, run, set_at) for run, set_at in runs if not run.get("damaged")]
     run = store.get_run(ref)
     if run is None:
         return None

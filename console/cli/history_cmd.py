@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from console.history import HistoryError, open_reader
+    from console.history import HistoryError, damage, open_reader
 
     if not db_path(args).exists():  # nothing run yet: an empty list, and the history is not created by reading
         if wants_json(args):
@@ -40,7 +40,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_OK
     try:
         with open_reader(db_path(args)) as store:
-            runs = store.list_runs(limit=args.limit, valid=args.valid,
+            runs = store.list_runs(limit=args.limit, valid=args.valid, include_damaged=True,
                                    **{name: getattr(args, name) for name in FILTERS})
     except HistoryError as exc:
         error(exc)
@@ -55,7 +55,11 @@ def main(args: argparse.Namespace) -> int:
             valid = {True: "VALID", False: "INVALID"}.get(r["valid"], "—")
             print(f"{r['run_id'][:8]}  {r['started_at'][:19]:19}  {r['status']:11}  {r['model']:8} {r['engine']:6} "
                   f"{r['target']:7} {r['scenario']['name']:13} {fmt(r['latency_ms']['p50']):>8}  "
-                  f"{fmt(r['throughput_per_s'], 4):>10}  {valid}")
+                  f"{fmt(r['throughput_per_s'], 4):>10}  {'DAMAGED' if r['damaged'] else valid}")
+            for item in r["damaged"]:  # which field and why, under the run: the other runs read as usual
+                print(f"{'':10}damaged: its {item['field']} {item['reason']}")
+        if any(r["damaged"] for r in rows):
+            print(f"damaged runs are skipped by the other commands; {damage.RESTORE}")
     return EXIT_OK
 
 
@@ -65,9 +69,11 @@ def _row(run: dict[str, Any]) -> dict[str, Any]:
     spec = run.get("spec") or {}
     return {"run_id": run["run_id"], "started_at": run["started_at"], "status": run["status"], "name": run["name"],
             "model": run["model"], "engine": run["engine"], "target": run["target"], "batch": run["batch"],
-            "precision": spec.get("precision", "fp32"),
+            "precision": spec.get("precision", run.get("precision") or "fp32"),
             "latency_ms": {"p50": (summary.get("latency_ms") or {}).get("p50")},
             "throughput_per_s": summary.get("throughput_per_s"), "valid": summary.get("valid"),
-            "scenario": {"name": spec.get("scenario", "single-stream"), **(summary.get("scenario") or {})},
+            "scenario": {"name": spec.get("scenario", run.get("scenario") or "single-stream"),
+                         **(summary.get("scenario") or {})},
             "sweep_id": run.get("sweep_id"), "error": run["error"], "fingerprint": run.get("fingerprint"),
-            "tags": run.get("tags") or [], "note": run.get("note"), "hostname": run.get("hostname")}
+            "tags": run.get("tags") or [], "note": run.get("note"), "hostname": run.get("hostname"),
+            "damaged": run.get("damaged") or []}  # [{field, reason}]: a JSON column that could not be read

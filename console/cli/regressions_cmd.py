@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from console.analysis.regressions import find
-    from console.history import HistoryError, open_reader
+    from console.history import HistoryError, damage, open_reader
 
     threshold = _fraction(args.threshold)
     if threshold is None:
@@ -42,6 +42,7 @@ def main(args: argparse.Namespace) -> int:
         with open_reader(db_path(args)) as store:
             found = find(store, since=args.since, threshold=threshold, alpha=args.alpha,
                          include_improvements=args.improvements)
+            damage.print_skipped(store)  # a damaged run is left out of its series: one note each on stderr
     except HistoryError as exc:
         return _undecided(args, str(exc))
     if wants_json(args):

@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from console.history import HistoryError, open_reader
+    from console.history import HistoryError, damage, open_reader
     from console.output_file import OutputError, check_out, write_out
     from console.report import ReportError, describe, gather, html_bytes
 
@@ -53,6 +53,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             with open_reader(db_path(args)) as store:
                 report = gather(store, list(args.runs), args.sweep)
+                damage.print_skipped(store)  # a damaged point of the sweep or run of a series: a note each
         except ReportError as exc:
             return fail(str(exc))
         except HistoryError as exc:  # an id prefix too short or ambiguous: 2, like an unknown id

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from console.history import HistoryError, open_reader
+    from console.history import HistoryError, damage, open_reader
 
     try:
         with open_reader(db_path(args)) as store:
@@ -53,6 +53,7 @@ def main(args: argparse.Namespace) -> int:
             if problem:
                 return fail(problem)
             report = _project(store, run, ops, profile, own[0], target_card, args)
+            damage.print_skipped(store)  # a damaged run could have been the measured counterpart: say so
     except HistoryError as exc:
         error(exc)
         return EXIT_FAILED

@@ -3,7 +3,9 @@
 Why by UUID: every run, sweep and machine card has a uuid4 and every host a stable host_id, so two histories
 merge without renumbering anything, hosts stay apart, and importing the same file again finds everything already
 there (idempotent). A run present in both with a different spec, status or summary is a conflict: reported, never
-overwritten, because neither machine's record is known to be the right one.
+overwritten, because neither machine's record is known to be the right one. A run whose JSON the strict reader
+(console.history.damage) cannot read is refused — reported with the field and why, not copied — so a damaged row
+of another machine does not become a damaged row here; the other runs are imported.
 
 The source is only read: a cleanly closed file is opened immutable (no -wal/-shm files appear beside it), a
 file in use read-only. A source of an older schema is first copied (SQLite's backup, a consistent snapshot) to a
@@ -23,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from console.history import jsoncols, schema
+from console.history import damage, jsoncols, schema
 from console.history.errors import OTHER_FILE_FIX, HistoryError, translate
 
 __all__ = ["merge_history", "COMPARED"]
@@ -37,7 +39,7 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 def merge_history(store: Any, source: str | os.PathLike) -> dict[str, Any]:
     """Merge the history at `source` into `store` (a writable HistoryStore); returns the report:
     {source, source_schema, migrated_copy, runs_added, runs_skipped, runs_in_progress, conflicts: [{run_id,
-    why}], hosts_added, sweeps_added, cards_added, baselines_added, baseline_conflicts, iterations_added,
+    why}], runs_refused: [{run_id, damaged: [{field, reason}]}], hosts_added, sweeps_added, cards_added, baselines_added, baseline_conflicts, iterations_added,
     samples_added, ops_added, artifacts_added, nothing_new, import_id}. Raises HistoryError for a source that
     is not a history, is newer than this build, or is the target itself; the source is never written."""
     path = Path(source).expanduser()
@@ -53,7 +55,7 @@ def merge_history(store: Any, source: str | os.PathLike) -> dict[str, Any]:
 
 
 _REPORT_ORDER = ("source", "source_schema", "migrated_copy", "nothing_new", "runs_added", "runs_skipped",
-                 "runs_in_progress", "conflicts", "hosts_added", "sweeps_added", "cards_added", "baselines_added",
+                 "runs_in_progress", "conflicts", "runs_refused", "hosts_added", "sweeps_added", "cards_added", "baselines_added",
                  "baseline_conflicts", "iterations_added", "samples_added", "ops_added", "artifacts_added",
                  "import_id", "imported_before")
 
@@ -69,7 +71,8 @@ class _Merge:
         self.dst: sqlite3.Connection = store._connection  # noqa: SLF001 — the history package's own connection
         self.columns: dict[str, list[str]] = {}
         self.report: dict[str, Any] = {
-            "runs_added": 0, "runs_skipped": 0, "runs_in_progress": [], "conflicts": [], "hosts_added": 0,
+            "runs_added": 0, "runs_skipped": 0, "runs_in_progress": [], "conflicts": [], "runs_refused": [],
+            "hosts_added": 0,
             "sweeps_added": 0, "cards_added": 0, "baselines_added": 0, "baseline_conflicts": [],
             "iterations_added": 0, "samples_added": 0, "ops_added": 0, "artifacts_added": 0}
 
@@ -100,11 +103,17 @@ class _Merge:
 
     # -- runs
     def _runs_plan(self) -> tuple[set[str], set[str]]:
-        """(runs to copy, runs already here and identical); conflicts and live runs go to the report."""
+        """(runs to copy, runs already here and identical); conflicts, damaged and live runs go to the report."""
         new, same = set(), set()
-        for row in _dicts(self.src.execute("SELECT run_id, status, spec, summary FROM runs ORDER BY started_at, "
-                                           "rowid")):
+        # the source is at the latest schema here (or a migrated copy of it): every run has its run_facts row
+        for row in _dicts(self.src.execute("SELECT runs.run_id, status, spec, summary, environment, sweep_point, "
+                                           "f.configuration, f.tags FROM runs LEFT JOIN run_facts AS f "
+                                           "ON f.run_id = runs.run_id ORDER BY started_at, runs.rowid")):
             run_id = row["run_id"]
+            damaged = damage.decode_run(dict(row)).get("damaged")
+            if damaged and row["status"] != "running":
+                self.report["runs_refused"].append({"run_id": run_id, "damaged": damaged})
+                continue
             mine = _dicts(self.dst.execute("SELECT run_id, status, spec, summary FROM runs WHERE run_id = ?",
                                            [run_id]))
             if row["status"] == "running":

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from console.history import jsoncols, latency_codec, schema, v4_upgrade
+from console.history import damage, jsoncols, latency_codec, schema, v4_upgrade
 
 log = logging.getLogger(__name__)
 INTERRUPTED_ERROR = "the console stopped before this run finished; data up to the last commit is kept"
@@ -71,9 +71,12 @@ def interrupted_summary(conn: sqlite3.Connection, run_id: str) -> dict[str, Any]
     try:
         parts = [latency_codec.decode(t0, data) for t0, data in conn.execute(
             "SELECT t0_ns, data FROM latency_chunks WHERE run_id = ? ORDER BY seq", [run_id])]
-        spec = json.loads(row[2] or "{}")
     except (ValueError, zlib.error):
         return None
+    spec, damaged = damage.decode("spec", row[2])
+    if damaged:  # a damaged spec (console.history.damage): the status still changes, no summary is guessed
+        return None
+    spec = spec or {}
     t_ns = np.concatenate([t for t, _ in parts]) if parts else np.zeros(0, dtype=np.int64)
     latency_ns = np.concatenate([lat for _, lat in parts]) if parts else np.zeros(0, dtype=np.int64)
     span_s = float(t_ns[-1] + latency_ns[-1] - t_ns[0]) / 1e9 if len(t_ns) else None

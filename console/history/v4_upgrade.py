@@ -15,7 +15,7 @@ import numpy as np
 from sqlite_utils import Database
 
 from console.analysis.fingerprint import configuration, fingerprint
-from console.history import jsoncols, latency_codec
+from console.history import damage, jsoncols, latency_codec
 
 # Summary figures kept as plain columns of `runs` (the run_summary view, fast listing): column → path in summary
 SUMMARY_PATHS = {
@@ -87,17 +87,22 @@ def _strict_json(db: Database) -> None:
             rows = db.execute(f"SELECT rowid, {column} FROM {table} WHERE {column} LIKE '%NaN%' "
                               f"OR {column} LIKE '%Infinity%'").fetchall()
             for rowid, text in rows:
+                try:
+                    value = json.loads(text)
+                except (ValueError, RecursionError):
+                    continue  # not JSON at all: left as it is, for the strict reader to mark damaged
                 db.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?",
-                           [jsoncols.dumps(json.loads(text), column), rowid])
+                           [jsoncols.dumps(value, column), rowid])
 
 
 def _fingerprints(db: Database) -> None:
     rows = db.execute("SELECT runs.run_id, runs.spec, runs.environment, hosts.hostname, runs.host_id, "
                       "runs.summary FROM runs LEFT JOIN hosts ON hosts.host_id = runs.host_id").fetchall()
     for run_id, spec, environment, hostname, host_id, summary in rows:
-        spec = json.loads(spec or "{}")
-        identity = run_identity(spec, json.loads(environment) if environment else None, hostname, host_id)
-        plain = summary_columns(json.loads(summary) if summary else None)
+        # a damaged column (console.history.damage) counts as absent here; readers then mark the run damaged
+        spec = damage.decode("spec", spec)[0] or {}
+        identity = run_identity(spec, damage.decode("environment", environment)[0], hostname, host_id)
+        plain = summary_columns(damage.decode("summary", summary)[0])
         insert_facts(db.conn, run_id, *identity, precision_of(spec), plain)
 
 
