@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from console.history import HistoryError, damage, open_reader
-    from console.output_file import OutputError, check_out, write_out
+    from console.output_file import OutputError, check_out, shown, write_out
     from console.report import ReportError, describe, gather, html_bytes
 
     if not args.runs and args.sweep is None:
@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         said = sys.stderr if target.is_stdout else sys.stdout  # standard output carries the report itself
         print(facts["finding"], file=said)
-        print(f"report written to {'standard output' if target.is_stdout else facts['out']}", file=said)
+        print(f"report written to {'standard output' if target.is_stdout else shown(facts['out'])}", file=said)
     return EXIT_OK
 
 
