@@ -6,6 +6,9 @@ first) is kept until a header is clicked. Rows come either as stored runs (a `su
 narrow listing rows (`p50_ms`, `throughput_per_s`, `valid` as plain columns), which list thousands of runs
 without decoding their JSON.
 
+A damaged run (a stored JSON column the history could not read: `damaged` on the row, [{field, reason}]) shows
+"damaged" in its Status cell, in the failed colour, with the fields and reasons as the cell's tooltip.
+
 Tags and Note are edited in place (double-click or F2 on their cell); the table only reports the edit
 (`sig_tags_edited`, `sig_note_edited`): whoever owns the history writes it, and reloads if the write is refused.
 """
@@ -77,6 +80,7 @@ class _Row:
     tags: tuple[str, ...] = ()
     note: str = ""
     valid: bool | None = None
+    damaged: str = ""  # why the run is damaged, one line per field ("" when it is not)
 
     @property
     def haystack(self) -> str:
@@ -126,7 +130,19 @@ def _make_row(run: dict, baseline: bool = False) -> _Row:
         key(note.lower()),
     )
     fields_text = " ".join(str(run.get(f) or "") for f in _FILTERED_FIELDS).lower()
-    return _Row(run_id, status, str(run.get("started_at") or ""), display, sort_keys, fields_text, tags, note, valid)
+    row = _Row(run_id, status, str(run.get("started_at") or ""), display, sort_keys, fields_text, tags, note, valid)
+    return _damaged(row, run.get("damaged") or [])
+
+
+def _damaged(row: _Row, damaged: list) -> _Row:
+    """`row` marked damaged: "<status> · damaged" in the Status cell, the reasons kept for its tooltip."""
+    if not damaged:
+        return row
+    display = list(row.display)
+    display[COL_STATUS] = f"{row.status} · damaged" if row.status else "damaged"
+    reasons = "\n".join(f"its {item.get('field')} {item.get('reason')}" for item in damaged if isinstance(item, dict))
+    return dataclasses.replace(row, display=tuple(display), damaged=reasons or "damaged",
+                               fields_text=f"{row.fields_text} damaged")
 
 
 class _RunsTableModel(QtCore.QAbstractTableModel):
@@ -181,6 +197,13 @@ class _RunsTableModel(QtCore.QAbstractTableModel):
         self._rows[position] = dataclasses.replace(row, display=tuple(display), sort_keys=tuple(keys),
                                                    tags=tuple(tags), note=note)
 
+    def mark_damaged(self, run_id: str, damaged: list) -> None:
+        """Mark a run found damaged when it was opened (the listing does not read every run's JSON)."""
+        for position, row in enumerate(self._rows):
+            if row.run_id == run_id and not row.damaged:
+                self._rows[position] = _damaged(row, damaged)
+                self.dataChanged.emit(self.index(position, 0), self.index(position, len(COLUMNS) - 1))
+
     def row(self, row: int) -> _Row:
         return self._rows[row]
 
@@ -202,8 +225,8 @@ class _RunsTableModel(QtCore.QAbstractTableModel):
         if role == QtCore.Qt.ItemDataRole.TextAlignmentRole:
             return _RIGHT if column in _NUMERIC_COLUMNS else _LEFT
         if role == QtCore.Qt.ItemDataRole.ForegroundRole and column == COL_STATUS:
-            color = theme.STATUS_COLORS.get(row.status.lower())
-            if color and row.status.lower() != "completed":
+            color = theme.STATUS_COLORS.get("failed" if row.damaged else row.status.lower())
+            if color and (row.damaged or row.status.lower() != "completed"):
                 return QtGui.QBrush(QtGui.QColor(color))
             return None
         if role == QtCore.Qt.ItemDataRole.ToolTipRole:
@@ -211,6 +234,8 @@ class _RunsTableModel(QtCore.QAbstractTableModel):
                 return row.run_id
             if column == COL_STARTED:
                 return row.started_iso
+            if column == COL_STATUS and row.damaged:
+                return f"This run is damaged in the history:\n{row.damaged}"
             if column in (COL_P50, COL_THROUGHPUT) and row.display[column] == MISSING:
                 return "not available"
             if column in EDITABLE_COLUMNS:
@@ -349,6 +374,10 @@ class HistoryTable(QtWidgets.QWidget):
             source = self._proxy.mapToSource(self._proxy.index(row, 0))
             ids.append(self._model.row(source.row()).run_id)
         return ids
+
+    def mark_damaged(self, run_id: str, damaged: list) -> None:
+        """Show a run as damaged (found so when it was opened); `damaged`: [{field, reason}]."""
+        self._model.mark_damaged(run_id, damaged)
 
     def set_filter_text(self, text: str) -> None:
         self._filter.setText(text)

@@ -18,7 +18,7 @@ from typing import Any
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from console.analysis.summary_markdown import run_markdown
-from console.history import HistoryError, HistoryStore
+from console.history import HistoryError, HistoryStore, damage
 from console.ui.run_page import put_markdown_on_clipboard
 from console.ui.run_plots import RunPlots
 from console.ui.settings import Settings
@@ -109,6 +109,7 @@ class HistoryPage(QtWidgets.QWidget):
         self.sweeps.sig_sweep_activated.connect(self.sig_sweep_activated)
         self.opened_run_id: str | None = None
         self._opened_run: dict[str, Any] | None = None
+        self._damaged: dict[str, list[dict[str, str]]] = {}  # run_id → damaged fields, as found on opening
         # Copy as Markdown from the card's button or menu; no shortcut here: Ctrl+Shift+C is Compare on this page.
         self.summary.sig_copy_markdown_requested.connect(self.copy_markdown)
         self.filters.set_values(self._settings.history_filters())
@@ -132,6 +133,9 @@ class HistoryPage(QtWidgets.QWidget):
             **{name: {row.get(name) for row in everything} for name in ("model", "engine", "target", "precision")},
             "tag": {tag for row in everything for tag in row.get("tags") or []},
         })
+        for row in rows:  # runs found damaged when opened stay marked (the listing does not read their JSON)
+            if row["run_id"] in self._damaged and not row.get("damaged"):
+                row["damaged"] = self._damaged[row["run_id"]]
         self.table.set_runs(rows, baselines)
         hidden = len(everything) - len(rows)
         self.sections.setTabText(0, f"Runs ({len(rows):,} of {len(everything):,})" if hidden else "Runs")
@@ -140,11 +144,13 @@ class HistoryPage(QtWidgets.QWidget):
         self._update_actions()
 
     def open_run(self, run_id: str) -> None:
-        """Read a run's latencies and samples back from the database and plot them."""
+        """Read a run's latencies and samples back from the database and plot them. A damaged run (a JSON
+        column the history cannot read) is opened too: its latencies are plotted and the card says what is
+        damaged, and its row is marked."""
         if self._store is None:
             return
         try:
-            run = self._store.get_run(run_id)
+            run = self._store.get_run(run_id, include_damaged=True)
             if run is None:
                 self.sig_error.emit(f"run {run_id} is no longer in the history database")
                 return
@@ -162,6 +168,12 @@ class HistoryPage(QtWidgets.QWidget):
             self.summary.clear()
         if run.get("error"):
             self.summary.set_message(run["error"], error=run["status"] == "failed")
+        if run.get("damaged"):
+            self._damaged[run["run_id"]] = run["damaged"]
+            self.table.mark_damaged(run["run_id"], run["damaged"])
+            self.summary.set_message(f"Run {run['run_id'][:8]} is damaged in the history: "
+                                     f"{damage.describe(run['damaged'])}. Its latencies are shown; the commands "
+                                     f"that list runs skip it. Fix: {damage.RESTORE}.", error=True)
 
     def copy_markdown(self) -> str:
         """Put the opened run's summary on the clipboard as Markdown; returns the text ("" when none is open)."""
