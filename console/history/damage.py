@@ -27,6 +27,8 @@ RUN_COLUMNS: dict[str, tuple[type, str]] = {
     "spec": (dict, "runs"), "summary": (dict, "runs"), "environment": (dict, "runs"),
     "sweep_point": (dict, "runs"), "configuration": (dict, "run_facts"), "tags": (list, "run_facts"),
 }
+SWEEP_COLUMNS: dict[str, tuple[type, str]] = {"grid": (dict, "sweeps"), "base": (dict, "sweeps"),
+                                             "summary": (dict, "sweeps")}
 _KINDS = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number", bool: "true/false"}
 RESTORE = "restore the history file from a backup (or set the column right with sqlite3) to use it again"
 FIX = ("the other runs are unaffected and commands that list runs skip this one (`labconsole history` marks each "
@@ -42,11 +44,18 @@ class DamagedRunError(HistoryError):
         super().__init__(f"run {run_id[:8]} is damaged in the history: {describe(damaged)}", FIX, path)
 
 
-def decode(field: str, text: Any) -> tuple[Any, str | None]:
-    """(value, None) for a healthy column, (None, reason) for a damaged one. NULL and JSON null are 'absent'."""
+def sweep_error(sweep_id: str, damaged: list[dict[str, str]], path: str | os.PathLike | None = None) -> HistoryError:
+    """A sweep asked for by id whose grid, base or summary is damaged: which and why, and the fix."""
+    return HistoryError(f"sweep {sweep_id[:8]} is damaged in the history: {describe(damaged)}",
+                        f"its runs are unaffected (`labconsole history` lists them); {RESTORE}", path)
+
+
+def decode(field: str, text: Any, columns: Mapping[str, tuple[type, str]] = RUN_COLUMNS) -> tuple[Any, str | None]:
+    """(value, None) for a healthy column, (None, reason) for a damaged one. NULL and JSON null are 'absent'.
+    `columns`: the table's kinds of value (RUN_COLUMNS, SWEEP_COLUMNS)."""
     if text is None:
         return None, None
-    kind = RUN_COLUMNS[field][0] if field in RUN_COLUMNS else None
+    kind = columns[field][0] if field in columns else None
     if not isinstance(text, str):
         what = "binary data" if isinstance(text, (bytes, bytearray, memoryview)) else f"a bare {type(text).__name__}"
         return None, f"holds {what}, not JSON text"
@@ -67,13 +76,14 @@ def decode(field: str, text: Any) -> tuple[Any, str | None]:
     return value, None
 
 
-def decode_run(row: dict[str, Any]) -> dict[str, Any]:
-    """Decode the JSON columns of a run row in place; a damaged one becomes None and is listed in `damaged`."""
+def decode_run(row: dict[str, Any], columns: Mapping[str, tuple[type, str]] = RUN_COLUMNS) -> dict[str, Any]:
+    """Decode the JSON columns of a run row (or a sweep row: SWEEP_COLUMNS) in place; a damaged one becomes None
+    and is listed in `damaged`."""
     damaged = []
-    for field in RUN_COLUMNS:
+    for field in columns:
         if field not in row:
             continue
-        row[field], reason = decode(field, row[field])
+        row[field], reason = decode(field, row[field], columns)
         if reason:
             damaged.append({"field": field, "reason": reason})
     if damaged:

@@ -62,7 +62,6 @@ _RUN_FILTERS = {
     "tag": "EXISTS (SELECT 1 FROM json_each(f.tags) WHERE json_each.value = ?)",
     "valid": "COALESCE(f.valid, 0) = ?",
 }
-_SWEEP_JSON_COLUMNS = ("grid", "base", "summary")
 _SPEC_COLUMNS = ("name", "model", "engine", "target", "scenario")
 
 
@@ -277,7 +276,8 @@ class HistoryStore:
             return [_decode_sweep(row) for row in _dicts(self._connection.execute(sql, params))]
 
     def get_sweep(self, sweep_id_or_prefix: str) -> dict[str, Any] | None:
-        """The sweep with this id, or the only one whose id starts with this prefix (≥ 4 chars); None if none."""
+        """The sweep with this id, or the only one whose id starts with this prefix (≥ 4 chars); None if none.
+        A damaged sweep (console.history.damage) raises HistoryError naming the field and the fix."""
         ref = str(sweep_id_or_prefix).strip()
         with self._guard("looking up a sweep"):
             rows = _dicts(self._connection.execute("SELECT * FROM sweeps WHERE sweep_id = ?", [ref]))
@@ -289,7 +289,10 @@ class HistoryStore:
                                 f"{', '.join(row['sweep_id'] for row in rows)}",
                                 f"give more characters of the sweep id (at least {MIN_PREFIX}; the whole id "
                                 "always works).", self.path)
-        return _decode_sweep(rows[0]) if rows else None
+        sweep = _decode_sweep(rows[0]) if rows else None
+        if sweep is not None and sweep.get("damaged"):  # listed by list_sweeps, but not opened or reported
+            raise damage.sweep_error(sweep["sweep_id"], sweep["damaged"], self.path)
+        return sweep
 
     def runs_of_sweep(self, sweep_id: str, include_damaged: bool = False) -> list[dict[str, Any]]:
         """The runs of a sweep in the order they ran, JSON columns (sweep_point included) decoded; damaged runs
@@ -1010,7 +1013,6 @@ def _decode_run(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _decode_sweep(row: dict[str, Any]) -> dict[str, Any]:
-    for column in _SWEEP_JSON_COLUMNS:
-        if row.get(column) is not None:
-            row[column] = json.loads(row[column])
-    return row
+    """Strictly, like a run: a damaged grid, base or summary is None and listed in row["damaged"] (the Sweeps
+    list shows such a sweep with what is left; opening it is refused with the field)."""
+    return damage.decode_run(row, damage.SWEEP_COLUMNS)

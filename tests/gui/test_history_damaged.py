@@ -1,6 +1,7 @@
 """The History page on a history with damaged rows (issue 19, case 2): it lists, opens and marks them instead of
 failing — a run whose tags are damaged is marked in the table at once, one whose summary is damaged when it is
-opened (its latencies are still plotted, the card says which field and why) — and it writes nothing."""
+opened (its latencies are still plotted, the card says which field and why), a sweep whose grid is damaged is
+still listed — and it writes nothing."""
 
 import hashlib
 import sqlite3
@@ -29,7 +30,10 @@ def damaged(tmp_path):
             store.add_latencies(run_id, np.cumsum(latency), latency)
             store.finish_run(run_id, "completed", summary=SUMMARY, environment={"engine": {"torch": "2.5"}})
             ids.append(run_id)
+        sweep_id = store.create_sweep("batch sweep", {"batch": [1, 2]}, SPEC)
+        store.finish_sweep(sweep_id, "completed")
     conn = sqlite3.connect(path)
+    conn.execute("UPDATE sweeps SET grid = '{\"batch\": [1,' WHERE sweep_id = ?", [sweep_id])
     conn.execute("UPDATE runs SET summary = '[1,2', environment = 'nan' WHERE run_id = ?", [ids[1]])
     conn.execute("UPDATE run_facts SET tags = '{\"x\": NaN}' WHERE run_id = ?", [ids[2]])
     conn.commit()
@@ -60,6 +64,7 @@ def test_the_history_page_lists_opens_and_marks_damaged_runs(qtbot, damaged):
     page.show()
     page.reload()
     assert page.table.row_count() == 3 and not errors
+    assert page.sections.tabText(1) == "Sweeps (1)"  # a sweep whose grid is damaged is still listed
     text, tip = _status(page, ids[2])  # damaged tags: marked as soon as it is listed
     assert text == "completed · damaged" and "its tags is not strict JSON" in tip
     assert _status(page, ids[1])[0] == "completed"  # a damaged summary is found when the run is opened

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from console.cli import main
-from console.history import HistoryStore, damage, open_reader
+from console.history import HistoryError, HistoryStore, damage, open_reader
 
 SPEC = {"model": "mlp", "engine": "torch", "target": "cpu", "batch": 1, "scenario": "single-stream",
         "precision": "fp32", "duration_s": 5.0, "name": ""}
@@ -113,6 +113,23 @@ def test_listings_skip_a_damaged_run_and_remember_it_get_run_refuses_it(damaged)
             store.get_run(ids[1][:8])
         assert ids[1][:8] in str(refused.value) and "summary" in str(refused.value) and "backup" in str(refused.value)
         assert store.get_run(ids[1], include_damaged=True)["damaged"]
+
+
+def test_a_damaged_sweep_is_listed_and_refused_when_opened(tmp_path):
+    path = tmp_path / "history.db"
+    with HistoryStore(path) as store:
+        sweep_id = store.create_sweep("batch sweep", {"batch": [1, 2]}, SPEC)
+        store.finish_sweep(sweep_id, "completed", summary={"knee": None})
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE sweeps SET grid = '{\"batch\": [1, NaN]}', summary = '[]' WHERE sweep_id = ?", [sweep_id])
+    conn.commit()
+    conn.close()
+    with open_reader(path) as store:
+        (listed,) = store.list_sweeps()
+        assert listed["grid"] is None and [item["field"] for item in listed["damaged"]] == ["grid", "summary"]
+        assert listed["base"]["model"] == "mlp"
+        with pytest.raises(HistoryError, match=f"sweep {sweep_id[:8]} is damaged.*its grid is not strict JSON"):
+            store.get_sweep(sweep_id[:8])
 
 
 def test_a_running_run_with_a_damaged_spec_is_still_recovered_as_interrupted(tmp_path):
