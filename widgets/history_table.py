@@ -34,6 +34,7 @@ _NUMERIC_COLUMNS = frozenset({COL_BATCH, COL_P50, COL_THROUGHPUT})
 EDITABLE_COLUMNS = frozenset({COL_TAGS, COL_NOTE})
 _FILTERED_FIELDS = ("model", "engine", "target", "status", "name")
 BASELINE_MARK = "★"
+_LABELS = {"tags": "tag list", "sweep_point": "sweep point"}  # a damaged field as the tooltip's sentence names it
 _RIGHT = QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter
 _LEFT = QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignVCenter
 
@@ -140,7 +141,8 @@ def _damaged(row: _Row, damaged: list) -> _Row:
         return row
     display = list(row.display)
     display[COL_STATUS] = f"{row.status} · damaged" if row.status else "damaged"
-    reasons = "\n".join(f"its {item.get('field')} {item.get('reason')}" for item in damaged if isinstance(item, dict))
+    reasons = "\n".join(f"its {_LABELS.get(item.get('field'), item.get('field'))} {item.get('reason')}"
+                        for item in damaged if isinstance(item, dict))
     return dataclasses.replace(row, display=tuple(display), damaged=reasons or "damaged",
                                fields_text=f"{row.fields_text} damaged")
 

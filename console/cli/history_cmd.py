@@ -57,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
                   f"{r['target']:7} {r['scenario']['name']:13} {fmt(r['latency_ms']['p50']):>8}  "
                   f"{fmt(r['throughput_per_s'], 4):>10}  {'DAMAGED' if r['damaged'] else valid}")
             for item in r["damaged"]:  # which field and why, under the run: the other runs read as usual
-                print(f"{'':10}damaged: its {item['field']} {item['reason']}")
+                print(f"{'':10}damaged: {damage.describe([item])}")
         if any(r["damaged"] for r in rows):
             print(f"damaged runs are skipped by the other commands; {damage.RESTORE}")
     return EXIT_OK

@@ -29,6 +29,7 @@ RUN_COLUMNS: dict[str, tuple[type, str]] = {
 }
 SWEEP_COLUMNS: dict[str, tuple[type, str]] = {"grid": (dict, "sweeps"), "base": (dict, "sweeps"),
                                              "summary": (dict, "sweeps")}
+LABELS = {"tags": "tag list", "sweep_point": "sweep point"}  # a field as a sentence names it ("its tag list is …")
 _KINDS = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number", bool: "true/false"}
 RESTORE = "restore the history file from a backup (or set the column right with sqlite3) to use it again"
 FIX = ("the other runs are unaffected and commands that list runs skip this one (`labconsole history` marks each "
@@ -93,7 +94,7 @@ def decode_run(row: dict[str, Any], columns: Mapping[str, tuple[type, str]] = RU
 
 def describe(damaged: Iterable[Mapping[str, str]]) -> str:
     """'its summary is not JSON (…); its environment …' — one line."""
-    return "; ".join(f"its {item['field']} {item['reason']}" for item in damaged)
+    return "; ".join(f"its {LABELS.get(item['field'], item['field'])} {item['reason']}" for item in damaged)
 
 
 def skipped_note(run_id: str, damaged: list[dict[str, str]]) -> str:

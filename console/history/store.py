@@ -59,7 +59,9 @@ _RUN_FILTERS = {
     "precision": "f.precision = ?",
     "since": "runs.started_at >= ?", "until": "runs.started_at < ?", "fingerprint": "f.fingerprint = ?",
     "hostname": "hosts.hostname = ?", "status": "runs.status = ?",
-    "tag": "EXISTS (SELECT 1 FROM json_each(f.tags) WHERE json_each.value = ?)",
+    # damaged tags (not JSON) match no tag rather than failing the whole listing (console.history.damage)
+    "tag": "CASE WHEN json_valid(f.tags) THEN EXISTS (SELECT 1 FROM json_each(f.tags) WHERE json_each.value = ?) "
+           "ELSE 0 END",
     "valid": "COALESCE(f.valid, 0) = ?",
 }
 _SPEC_COLUMNS = ("name", "model", "engine", "target", "scenario")

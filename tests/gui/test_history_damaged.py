@@ -66,7 +66,7 @@ def test_the_history_page_lists_opens_and_marks_damaged_runs(qtbot, damaged):
     assert page.table.row_count() == 3 and not errors
     assert page.sections.tabText(1) == "Sweeps (1)"  # a sweep whose grid is damaged is still listed
     text, tip = _status(page, ids[2])  # damaged tags: marked as soon as it is listed
-    assert text == "completed · damaged" and "its tags is not strict JSON" in tip
+    assert text == "completed · damaged" and "its tag list is not strict JSON" in tip
     assert _status(page, ids[1])[0] == "completed"  # a damaged summary is found when the run is opened
 
     page.open_run(ids[1])

@@ -172,6 +172,24 @@ def test_history_lists_a_damaged_run_as_damaged(damaged, capsys):
     assert _digest(path) == before
 
 
+def test_a_damaged_tag_list_matches_no_tag_instead_of_failing_the_listing(damaged, capsys):
+    path, ids = damaged
+    with HistoryStore(path) as store:
+        store.set_tags(ids[2], ["nightly"])
+    _damage(path, ids[0], table="run_facts", tags='["nightly",')
+    before = _digest(path)
+    assert main(["history", "--tag", "nightly", "--json", "--db", str(path)]) == 0
+    assert [run["run_id"] for run in json.loads(capsys.readouterr().out)["runs"]] == [ids[2]]
+    assert main(["history", "--db", str(path)]) == 0
+    assert "damaged: its tag list is not JSON" in capsys.readouterr().out
+    with open_reader(path) as store:
+        rows = {row["run_id"]: row for row in store.run_rows(tag="nightly")}
+        assert list(rows) == [ids[2]]
+        marked = {row["run_id"]: row.get("damaged") for row in store.run_rows()}
+        assert marked[ids[0]][0]["field"] == "tags" and marked[ids[2]] is None
+    assert _digest(path) == before
+
+
 def test_report_refuses_a_named_damaged_run_and_skips_a_damaged_sweep_point(damaged, tmp_path, capsys):
     path, ids = damaged
     with HistoryStore(path) as store:
