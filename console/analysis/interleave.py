@@ -40,15 +40,18 @@ EXACT_MAX_PAIRS = 50
 
 RoundRunner = Callable[[str, int], Any]
 Progress = Callable[[dict[str, Any]], None]
+Question = Callable[[dict[str, Any]], str]  # a result → "yes" | "no" | "undecided" (the caller's own question)
 
 
-def interleaved(run_round: RoundRunner, question: str | None = None, min_rounds: int = MIN_ROUNDS,
+def interleaved(run_round: RoundRunner, question: str | Question | None = None, min_rounds: int = MIN_ROUNDS,
                 max_rounds: int = MAX_ROUNDS, noise: float = 0.02, alpha: float = 0.01,
                 on_progress: Progress | None = None) -> dict[str, Any]:
     """Run rounds of A and B alternately, judge the pooled rounds, stop once `question` is answered.
 
     question: None (stop on any verdict but "undecided"), or "slower" | "faster" | "different" (what
-    `compare --fail-on` asks: stop once the answer is yes or no). on_progress gets {"side", "round", "n"}
+    `compare --fail-on` asks: stop once the answer is yes or no), or a callable that answers from the result
+    ("yes" | "no" | "undecided": a confirmation asks whether the interval lies inside a predicted range, or
+    wholly outside it; the decision sentence is then the caller's to write). on_progress gets {"side", "round", "n"}
     after each round and {"look", "rounds", "result", "answer"} after each judgement.
 
     Returns compare_paired()'s result over the rounds, plus rounds (a side), max_rounds, looks, order (the
@@ -76,7 +79,7 @@ def interleaved(run_round: RoundRunner, question: str | None = None, min_rounds:
             continue  # judged after min_rounds pairs, then after each A B B A group (both orders alike), and at the cap
         result = compare_paired(rounds["A"], rounds["B"], noise=noise, alpha=alpha)
         looks += 1
-        said = answer(result, question)
+        said = question(result) if callable(question) else answer(result, question)
         if on_progress is not None:
             on_progress({"look": looks, "rounds": k + 1, "result": result, "answer": said})
         if said != "undecided":
@@ -84,9 +87,10 @@ def interleaved(run_round: RoundRunner, question: str | None = None, min_rounds:
     assert result is not None
     done = len(rounds["A"])
     stopped = "answered" if said != "undecided" else "cap"
+    asked = None if callable(question) else question
     return {**result, "rounds": done, "max_rounds": int(max_rounds), "looks": looks, "order": "".join(order),
-            "answer": said, "stopped": stopped, "question": question,
-            "decision": decision_text(result, question, said, done, int(max_rounds))}
+            "answer": said, "stopped": stopped, "question": asked,
+            "decision": decision_text(result, asked, said, done, int(max_rounds))}
 
 
 def decision_text(result: dict[str, Any], question: str | None, said: str, rounds: int, cap: int) -> str:

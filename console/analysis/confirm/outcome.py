@@ -1,0 +1,117 @@
+"""The confirmation's answer from its experiments: confirmed, refuted (and what the data says instead), undecided
+at this machine's noise, or not testable here — with every experiment as evidence.
+
+Why these words: a verdict a lab briefs an architect on must say whether the experiment that defines its class
+came out as the class predicts. "Confirmed" needs every planned prediction to hold (the measured interval inside
+the range); one that failed (the interval wholly outside) refutes it, and the data is then held against every
+class's prediction for the same experiments: the class whose ranges hold every measured interval is what the data
+says (ties broken by the verdict's own scores, the others named as fitting too), or "none of the classes". An
+interval that neither held nor failed by the cap is "undecided at this machine's noise", never a guess.
+All plain data (JSON-serialisable): stored with the run under summary["bottleneck"]["confirmation"].
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from console.analysis.confirm.experiment import AS_PREDICTED, NOT_AS_PREDICTED, UNDECIDED, range_text
+from console.analysis.confirm.plan import Plan
+from console.analysis.confirm.predictions import PREDICTABLE
+
+CONFIRMED, REFUTED, UNDECIDED_OUTCOME, UNTESTABLE, FAILED = "confirmed", "refuted", "undecided", "untestable", "failed"
+NONE_OF_THE_CLASSES = "none of the classes"
+
+
+# ---- Public API
+def judge(plan: Plan, experiments: list[dict[str, Any]], failed: str | None = None) -> dict[str, Any]:
+    """The confirmation block: outcome, sentence, tested, rival, verdict, says (the class the data matches when
+    refuted), also_fits, experiments, untestable, and `failed` (why a round did not complete) when one did not."""
+    block: dict[str, Any] = {"verdict": plan.verdict_class, "tested": plan.tested, "rival": plan.rival,
+                             "experiments": experiments, "untestable": list(plan.untestable)}
+    outcomes = [e["outcome"] for e in experiments]
+    if failed:
+        block.update(outcome=FAILED, failed=failed,
+                     sentence=f"not finished: {failed}" + (f" ({len(experiments)} experiment"
+                                                         f"{'s' if len(experiments) != 1 else ''} done)"
+                                                         if experiments else ""))
+        return block
+    if not plan.experiments:
+        block.update(outcome=UNTESTABLE, sentence=f"not tested: {plan.reason}")
+        return block
+    if NOT_AS_PREDICTED in outcomes:
+        says, also = what_the_data_says(experiments, plan.scores, exclude=plan.tested)
+        block.update(outcome=REFUTED, says=says, also_fits=also,
+                     sentence=f"refuted — the data says {says} instead" + _also(also) + ": " + _failed(experiments))
+        return block
+    if all(o == AS_PREDICTED for o in outcomes):
+        over = f" over {plan.rival}" if plan.rival else ""
+        lead = "" if plan.verdict_class == plan.tested else f" (the verdict was {plan.verdict_class}; its lead)"
+        block.update(outcome=CONFIRMED, says=plan.tested,
+                     sentence=f"confirmed: {plan.tested}{over}{lead} — "
+                              + "; ".join(f"{e['intervention']} ×{e['ratio']:.3g} within "
+                                          f"{range_text(e['predicted']['range'])}" for e in experiments))
+        return block
+    open_ones = [e for e in experiments if e["outcome"] == UNDECIDED]
+    block.update(outcome=UNDECIDED_OUTCOME,
+                 sentence="undecided at this machine's noise: " + "; ".join(
+                     f"{e['intervention']} reached [{e['ci95'][0]:.3g}, {e['ci95'][1]:.3g}] after {e['rounds']} "
+                     f"rounds a side, neither inside nor outside {plan.tested}'s "
+                     f"{range_text(e['predicted']['range'])}" for e in open_ones)
+                 + " (more rounds: --confirm-max-rounds, or a quieter machine)")
+    return block
+
+
+def what_the_data_says(experiments: list[dict[str, Any]], scores: dict[str, float] | None = None,
+                       exclude: str | None = None) -> tuple[str, list[str]]:
+    """(the class whose predictions every measured interval lies inside — else is not ruled out by — ranked by
+    the verdict's scores; the other classes that fit as well), or (NONE_OF_THE_CLASSES, [])."""
+    scores = scores or {}
+    inside, open_ = [], []
+    for cls in PREDICTABLE:
+        if cls == exclude:
+            continue
+        verdicts = [_fits(e, cls) for e in experiments]
+        verdicts = [v for v in verdicts if v is not None]
+        if not verdicts or "out" in verdicts:
+            continue
+        (inside if all(v == "in" for v in verdicts) else open_).append(cls)
+    pool = inside or open_
+    if not pool:
+        return NONE_OF_THE_CLASSES, []
+    ranked = sorted(pool, key=lambda c: (-float(scores.get(c, 0.0)), PREDICTABLE.index(c)))
+    return ranked[0], ranked[1:]
+
+
+def lines(confirmation: dict[str, Any]) -> list[str]:
+    """The confirmation as text lines: the sentence, each experiment's, and what could not be tested."""
+    out = [f"confirmation: {confirmation['sentence']}"]
+    out += [f"  {e['sentence']}" for e in confirmation.get("experiments") or []]
+    out += [f"  cannot test {why}" for why in confirmation.get("untestable") or []]
+    return out
+
+
+# ---- Private API
+def _fits(experiment: dict[str, Any], cls: str) -> str | None:
+    predicted = (experiment.get("predictions") or {}).get(cls)
+    if not predicted:
+        return None
+    low, high = experiment["ci95"]
+    a, b = predicted["range"]
+    b = float("inf") if b is None else b
+    if a <= low and high <= b:
+        return "in"
+    if high < a or low > b:
+        return "out"
+    return "open"
+
+
+def _failed(experiments: list[dict[str, Any]]) -> str:
+    return "; ".join(f"{e['intervention']} ×{e['ratio']:.3g} [{e['ci95'][0]:.3g}, {e['ci95'][1]:.3g}] where "
+                     f"{e['predicted']['class']} predicted {range_text(e['predicted']['range'])}"
+                     for e in experiments if e["outcome"] == NOT_AS_PREDICTED)
+
+
+def _also(also: list[str]) -> str:
+    if not also:
+        return ""
+    return f" ({' and '.join(also)} fit{'s' if len(also) == 1 else ''} as well: these experiments do not tell them apart)"
