@@ -3,8 +3,8 @@
 Why: a history is a plain SQLite file that other tools write too (sqlite3, Datasette, a disk that lost a sector,
 an import of another machine's file). One row whose JSON is cut off (`{not json`), holds NaN, or is the wrong
 kind of value must not take the whole history down. Every reader of runs decodes through `decode_run`: each JSON
-column is parsed as strict JSON (RFC 8259 — no NaN or Infinity, no number beyond a double, the column's kind of
-value: an object, or a list of text for tags). A column that fails is set to None and the run carries
+column is parsed as strict JSON (RFC 8259 — no NaN or Infinity — and the column's kind of value: an object, or a
+list of text for tags). A column that fails is set to None and the run carries
 `damaged: [{"field", "reason"}]`. Then each caller decides, never by accident: lists of runs skip a damaged one
 (the store remembers it for a one-line note), a run asked for by id is refused with `DamagedRunError` naming the
 field and the fix, and `history` and the History page show it as damaged. The same check refuses such rows at
@@ -14,7 +14,6 @@ import, so they do not spread.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -61,10 +60,10 @@ def decode(field: str, text: Any, columns: Mapping[str, tuple[type, str]] = RUN_
         what = "binary data" if isinstance(text, (bytes, bytearray, memoryview)) else f"a bare {type(text).__name__}"
         return None, f"holds {what}, not JSON text"
     try:
-        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         return None, f"is not JSON ({exc.msg} at character {exc.pos})"
-    except ValueError as exc:  # NaN / Infinity, a number beyond a double, an integer of thousands of digits
+    except ValueError as exc:  # NaN / Infinity, an integer of thousands of digits
         return None, f"is not strict JSON ({_one_line(exc)})"
     except RecursionError:
         return None, "is nested too deeply to read"
@@ -116,11 +115,9 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is beyond what a double holds")
-    return value
+# One decoder, floats parsed in C: a listing of 10,000 runs decodes as fast as with json.loads. (A number beyond a
+# double, 1e999, reads as infinity as in any JSON reader; checking each float in Python cost a third more time.)
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -79,7 +79,6 @@ def damaged(tmp_path):
     ("environment", "nan", "is not JSON"),
     ("summary", '{"x": NaN}', "NaN is not a JSON value"),
     ("summary", '{"x": -Infinity}', "-Infinity is not a JSON value"),
-    ("summary", '{"x": 1e999}', "beyond what a double holds"),
     ("summary", "[1, 2]", "holds a list where an object belongs"),
     ("spec", '"mlp"', "holds a string where an object belongs"),
     ("tags", '{"a": 1}', "holds an object where a list belongs"),
