@@ -11,6 +11,7 @@ import json
 import sqlite3
 
 import numpy as np
+import old_history
 import pytest
 
 from console.cli import main
@@ -289,3 +290,24 @@ def test_import_refuses_damaged_rows_and_imports_the_rest(damaged, tmp_path, cap
     assert report["nothing_new"] is True and [r["run_id"] for r in report["runs_refused"]] == [ids[1], ids[2]]
     assert main(["history", "--db", str(target)]) == 0
     assert "DAMAGED" not in capsys.readouterr().out
+
+
+def test_an_older_history_with_damaged_rows_is_upgraded_read_and_imported_without_them(tmp_path, capsys):
+    """The v4 migration reads every run's JSON to fingerprint it: a damaged row must not stop the upgrade (of the
+    file itself, or of import's temporary copy), and stays marked damaged afterwards."""
+    runs = [{"summary": _summary(1.0), "latencies": [(t * 10**6, 10**6) for t in range(20)]} for _ in range(2)]
+    source = tmp_path / "old.db"
+    old_history.make(source, 3, runs)
+    conn = sqlite3.connect(source)
+    conn.execute("UPDATE runs SET spec = '{\"model\": NaN, ', summary = '[NaN]' WHERE run_id = ?", [runs[1]["run_id"]])
+    conn.commit()
+    conn.close()
+    target = tmp_path / "here.db"
+    assert main(["import", str(source), "--json", "--db", str(target)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["migrated_copy"] is True and report["runs_added"] == 1
+    assert [item["run_id"] for item in report["runs_refused"]] == [runs[1]["run_id"]]
+    assert main(["history", "--json", "--db", str(source)]) == 0  # open_reader upgrades the file itself once
+    listed = {run["run_id"]: run for run in json.loads(capsys.readouterr().out)["runs"]}
+    assert [item["field"] for item in listed[runs[1]["run_id"]]["damaged"]] == ["spec", "summary"]
+    assert listed[runs[0]["run_id"]]["damaged"] == [] and listed[runs[0]["run_id"]]["valid"] is True
