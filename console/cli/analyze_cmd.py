@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from console.cli.rules_cmd import add_rules_option
 
     add_rules_option(parser)
+    from console.cli.analyze_confirm import add_arguments as add_confirm_arguments
+
+    add_confirm_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -59,6 +62,12 @@ def main(args: argparse.Namespace) -> int:
     rules = rules_for(args)
     if isinstance(rules, int):
         return rules
+    from console.cli.arguments import data_dir_problem, trace_problem
+
+    problem = (trace_problem(args.trace) if args.trace else None) or data_dir_problem(
+        getattr(spec.scenario_options, "data_dir", None), spec.model)
+    if problem:  # before the machine card, the history or a worker: nothing measured, nothing created
+        return fail(problem)
     # The card first (measured once per host and target when none is stored), so the verdict stored with the run
     # is judged against it, as the report below is.
     card, card_note = _machine_card(spec.target, args)
@@ -83,13 +92,24 @@ def main(args: argparse.Namespace) -> int:
         writer.close()
     report = _run_report(record, spec)
     report.update(_analysis(record, spec, card, card_note))
+    trace_failed = False
     if args.trace:
         report["trace_file"] = _copy_trace(report["profile"], args.trace)
+        trace_failed = report["trace_file"] is None and bool((report["profile"] or {}).get("trace_path"))
+    if not as_json:
+        _print_analysis(report)
+    confirmed = EXIT_OK
+    if args.confirm:  # the verdict's experiments, after the analysis is shown (console.cli.analyze_confirm)
+        from console.cli.analyze_confirm import confirm, print_confirmation
+
+        confirmed = confirm(args, spec, record, report, card, as_json)
+        if not as_json:
+            print_confirmation(report["confirmation"])
     if as_json:
         emit_json(report)
-    else:
-        _print_analysis(report)
-    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+    code = {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+    code = confirmed if code == EXIT_OK else code  # a confirmation round that failed is exit 1
+    return EXIT_FAILED if code == EXIT_OK and trace_failed else code  # a --trace asked for and not written
 
 
 # ---- Private API
@@ -128,7 +148,8 @@ def _copy_trace(profile: dict[str, Any] | None, destination: str) -> str | None:
     try:
         shutil.copyfile(source, destination)
     except OSError as exc:
-        print(f"labconsole: warning: could not write the trace to {destination}: {exc}", file=sys.stderr)
+        print(f"labconsole: error: could not write the trace to {destination} ({exc.strerror or exc}); the run "
+              f"is stored and its trace is at {source}", file=sys.stderr)
         return None
     return destination
 

@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fail, wants_json
+from console.cli.arguments import history_failure
+from console.cli.common import EXIT_OK, db_path, emit_json, error, fail, wants_json
 
 NAME = "baseline"
 HELP = "set, show or clear the baseline run of a configuration"
@@ -24,6 +25,9 @@ def main(args: argparse.Namespace) -> int:
 
     if args.action != "show" and not args.run:
         return fail(f"baseline {args.action}: give the RUN (`labconsole history` lists them)")
+    if not db_path(args).exists():  # set/clear open the history to write: they must not create it (nor its lock)
+        return error(f"there is no history at {db_path(args)}, so it has no run {args.run!r}. Fix: point --db "
+                     "(or LABCONSOLE_DB) at the history that holds the run; nothing was created")
     try:
         if args.action == "show":
             with open_reader(db_path(args)) as store:
@@ -41,9 +45,8 @@ def main(args: argparse.Namespace) -> int:
                     rows = []
                     if not cleared:
                         print(f"run {run['run_id'][:8]}'s configuration had no baseline")
-    except HistoryError as exc:
-        error(exc)
-        return EXIT_FAILED
+    except HistoryError as exc:  # an id prefix too short or ambiguous: 2, like an unknown id
+        return history_failure(exc)
     if rows is None:
         return fail(f"RUN: no run {args.run!r} in the history (`labconsole history` lists them)")
     if wants_json(args):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from console.cli.arguments import DATE_FORMS, date_bound
 from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fmt, wants_json
 from console.cli.numbers import whole
 
@@ -20,9 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=whole(1, MAX_LIMIT), default=50, metavar="N",
                         help=f"at most N runs, 1 to {MAX_LIMIT:,} (default 50)")
     for name in FILTERS:
-        metavar = "DATE" if name in ("since", "until") else name.upper()
-        parser.add_argument(f"--{name}", metavar=metavar,
-                            help="started on or after DATE (ISO, e.g. 2026-11-01)" if name == "since" else
+        dated = name in ("since", "until")
+        parser.add_argument(f"--{name}", metavar="DATE" if dated else name.upper(), type=date_bound if dated else None,
+                            help=f"started on or after DATE, {DATE_FORMS}" if name == "since" else
                             "started before DATE" if name == "until" else f"only runs with this {name}")
     validity = parser.add_mutually_exclusive_group()
     validity.add_argument("--valid", dest="valid", action="store_const", const=True, help="only valid runs")
@@ -32,13 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from console.history import HistoryError, damage, open_reader
 
-    if not db_path(args).exists():  # nothing run yet: an empty list, and the history is not created by reading
-        if wants_json(args):
-            emit_json({"runs": []})
-        else:
-            print(f"no runs yet (no history at {db_path(args)})")
-        return EXIT_OK
-    try:
+    try:  # a history that does not exist is an error (exit 1), never created here: open_reader says the fix
         with open_reader(db_path(args)) as store:
             runs = store.list_runs(limit=args.limit, valid=args.valid, include_damaged=True,
                                    **{name: getattr(args, name) for name in FILTERS})

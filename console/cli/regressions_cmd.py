@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from console.cli.arguments import DATE_FORMS, date_bound
 from console.cli.common import EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED, db_path, emit_json, fail, fmt, wants_json
 from console.cli.numbers import number
 
@@ -22,7 +23,8 @@ DESCRIPTION = ("A series is the completed, valid runs of one configuration (same
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--since", metavar="DATE", help="only steps whose first slow run started on or after DATE")
+    parser.add_argument("--since", metavar="DATE", type=date_bound,
+                        help=f"only steps whose first slow run started on or after DATE, {DATE_FORMS}")
     parser.add_argument("--threshold", default="5%", help="smallest change reported (default 5%%; 0.05 works too)")
     parser.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True), default=0.01, help="significance of the permutation test")
     parser.add_argument("--improvements", action="store_true", help="also list steps that made it faster")

@@ -72,6 +72,12 @@ def main(args: argparse.Namespace) -> int:
         remote = _remote(args)
         if isinstance(remote, int):
             return remote
+    else:  # here, the data folder is this machine's: checked before a worker loads the model (a node checks its own)
+        from console.cli.arguments import data_dir_problem
+
+        problem = data_dir_problem(getattr(spec.scenario_options, "data_dir", None), spec.model)
+        if problem:
+            return fail(problem)
     writer = open_writer(args)
     if writer is None:
         return EXIT_FAILED

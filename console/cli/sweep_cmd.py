@@ -92,6 +92,12 @@ def main(args: argparse.Namespace) -> int:
         remote_for = _remote_for(args)
         if isinstance(remote_for, int):
             return remote_for
+    else:  # here, the data folder is this machine's: checked before any point runs (a node checks its own)
+        from console.cli.arguments import data_dir_problem
+
+        problem = data_dir_problem((base.get("scenario_options") or {}).get("data_dir"), base.get("model"))
+        if problem:
+            return fail(problem)
     writer = open_writer(args)
     if writer is None:
         return EXIT_FAILED

@@ -12,7 +12,8 @@ import argparse
 import copy
 from typing import Any
 
-from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fail, fmt, wants_json
+from console.cli.arguments import history_failure
+from console.cli.common import EXIT_OK, db_path, emit_json, fail, fmt, wants_json
 from console.cli.numbers import number, whole
 
 NAME = "whatif"
@@ -54,9 +55,8 @@ def main(args: argparse.Namespace) -> int:
                 return fail(problem)
             report = _project(store, run, ops, profile, own[0], target_card, args)
             damage.print_skipped(store)  # a damaged run could have been the measured counterpart: say so
-    except HistoryError as exc:
-        error(exc)
-        return EXIT_FAILED
+    except HistoryError as exc:  # an id prefix too short or ambiguous: 2, like an unknown id
+        return history_failure(exc)
     if wants_json(args):
         emit_json(report)
     else:

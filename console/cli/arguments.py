@@ -1,0 +1,111 @@
+"""Arguments that name dates, run ids, files and folders: checked where they are typed, before anything runs.
+
+Why: each of these was accepted and then failed late or not at all — `history --since notadate` listed nothing
+with exit 0, `analyze --trace /nowhere/t.json` warned only after the whole run, an empty `--data-dir` loaded the
+model and stored a failed run, a too-short run id prefix exited 1 while an unknown id exited 2. Here each is
+refused up front as a usage error (exit 2, EXIT_USAGE) naming the accepted forms or the fix, and nothing is
+created or run:
+
+- `date_bound`: the argparse type of --since / --until (ISO dates and date-times only).
+- `history_failure`: the exit code of a HistoryError — a run/sweep id prefix that is too short or ambiguous is a
+  bad argument (2, like an unknown id), anything else a failure (1). `compare`/`regressions` keep 3.
+- `trace_problem`: whether a file can be written at --trace, checked before the run starts.
+- `data_dir_problem`: whether --data-dir holds sample files, checked before the model is loaded (local runs
+  only: a cluster node reads its own disks and checks there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from console.cli.common import error, fail
+
+__all__ = ["DATE_FORMS", "date_bound", "history_failure", "trace_problem", "data_dir_problem"]
+
+DATE_FORMS = ("an ISO date or date-time: 2026-11-01, 2026-11-01T14:30, 2026-11-01T14:30:05Z or "
+              "2026-11-01T14:30+02:00 (a time without an offset is UTC; a date alone is its 00:00 UTC)")
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:\d{2})?)?")
+STORED_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # console.history.schema.utc_now: text order is time order
+
+
+# ---- Public API
+def date_bound(text: str) -> str:
+    """--since / --until DATE → the UTC instant in the history's own format, so comparing text compares time.
+
+    Anything else ('yesterday', '2026-13-45', '11/01/2026') is refused, naming the accepted forms."""
+    raw = str(text).strip()
+    if not _ISO.fullmatch(raw):
+        raise argparse.ArgumentTypeError(f"must be {DATE_FORMS}; got {text!r}")
+    try:
+        moment = datetime.fromisoformat(raw)
+    except ValueError as exc:  # 2026-13-45, 2026-02-30, 25:00
+        raise argparse.ArgumentTypeError(f"{text!r} is not a real date or time ({exc}); give {DATE_FORMS}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime(STORED_FORMAT)
+
+
+date_bound.__name__ = "date"  # argparse names the type in its messages
+
+
+def history_failure(exc: Exception) -> int:
+    """Print a HistoryError and return its exit code: 2 for an id prefix that picks no single run or sweep (too
+    short, or matching several: a bad argument, like an unknown id), 1 for everything else."""
+    from console.history.errors import IdPrefixError
+
+    if isinstance(exc, IdPrefixError):
+        return fail(str(exc))
+    return error(exc)
+
+
+def trace_problem(destination: str) -> str | None:
+    """Why no file can be written at `destination` (a directory, a missing or unwritable folder, a device or
+    pipe, a name the system refuses), or None when it can. Nothing is created."""
+    path = Path(destination).expanduser()
+    where = f"--trace {destination}"
+    try:
+        if path.is_dir():
+            return f"{where} is a directory; give a file path such as {path / 'trace.json'}"
+        parent = path.parent
+        if not parent.exists():
+            return f"{where}: the folder {parent} does not exist; create it first or choose another path"
+        if not parent.is_dir():
+            return f"{where}: {parent} is a file, not a folder; choose another path"
+        if path.exists() or path.is_symlink():
+            if not path.is_file():
+                return (f"{where} is not a regular file (a device, pipe or broken link); the trace is written as a "
+                        "whole file: choose a file path")
+            if not os.access(path, os.W_OK):
+                return f"{where}: the file exists and this user cannot overwrite it; choose another path"
+        elif not os.access(parent, os.W_OK | os.X_OK):
+            return f"{where}: this user cannot create files in {parent}; choose a writable folder"
+    except OSError as exc:  # a name too long, a component that is not a folder …
+        return f"{where} cannot be written ({exc.strerror or exc}); choose another path"
+    except ValueError as exc:  # an embedded NUL
+        return f"{where} is not a usable path ({exc}); choose another path"
+    return None
+
+
+def data_dir_problem(directory: Any, model: str | None = None) -> str | None:
+    """Why --data-dir cannot feed a run here (missing, not a folder, unreadable, no sample files — with the
+    `labconsole make-data` command that writes some for `model`), or None when it holds sample files (whether
+    they fit the model is known only once it is loaded). None for no directory."""
+    if directory is None or directory == "":
+        return None
+    from engines.datafiles import DataError, list_files
+
+    try:
+        list_files(str(directory))
+    except DataError as exc:
+        text = str(exc).replace("--model MODEL", f"--model {model}") if model else str(exc)
+        return text if text.startswith("--data-dir") else f"--data-dir: {text}"
+    except (OSError, ValueError) as exc:  # a name too long, an embedded NUL
+        return f"--data-dir {directory} cannot be read ({getattr(exc, 'strerror', None) or exc}); give the folder " \
+               "that holds the samples"
+    return None
+
