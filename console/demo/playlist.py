@@ -13,6 +13,12 @@ A configuration (`run`, a race's `a` and `b`) is either flat option values keyed
 `labconsole run` (`batch`, `duration_s`, `torch.compile`, `scenario_options.qps`, `model_params` …) — the
 playlist's `defaults` and a race's `both` go under them — or `{"spec": {...}}`, a RunSpec dict run as it is.
 
+A playlist is a small regular file, so `load` checks that before reading a byte: what the path names after
+symlinks (a device such as /dev/zero, a FIFO or a directory is refused: reading them never ends or means
+nothing), its size (at most MAX_BYTES, 1 MiB: a 500-item playlist is a few hundred KiB) and how deeply its
+brackets nest (at most MAX_DEPTH, counted by a scan of the text before the JSON parser, which recurses, sees it).
+Each refusal is a PlaylistError naming the file, the problem and the fix, so `labconsole demo` exits 2.
+
 Two kinds of problem, two outcomes, because an unattended playlist must survive a bad item but not a bad file:
 - the file's shape (JSON syntax, unknown keys, a race without `b`, `rounds: 0`) is checked by `load`; a
   PlaylistError names the item, the field and the fix, and nothing is played;
@@ -28,9 +34,10 @@ import difflib
 import json
 import math
 import os
+import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from console.specs import SpecError, build_spec, fields_by_path, flag_for
@@ -45,6 +52,10 @@ MAX_HOLD_S = 3600.0
 DEFAULT_ROUNDS = 3  # per side; rounds alternate which side goes first (A B, B A, …)
 MAX_ROUNDS = 20
 MAX_ITEMS = 500
+MAX_BYTES = 1 << 20  # a playlist file's size: 500 items of a few hundred bytes each fit many times over
+# Brackets nested this deep at most: a playlist needs about 8 (items > race > a > spec > engine_options > …);
+# json.loads recurses per level, and 100,000 levels were a RecursionError instead of a message.
+MAX_DEPTH = 32
 _TOP_KEYS = ("title", "loop", "hold_s", "defaults", "items")
 _ITEM_KEYS = ("name", "run", "race")
 _RACE_KEYS = ("a", "b", "both", "rounds")
@@ -161,17 +172,16 @@ class Playlist:
 def load(path: str | os.PathLike) -> Playlist:
     """Read and check a playlist file; PlaylistError names the problem and the fix."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlaylistError(source, "no such file", "give the path of a playlist JSON file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlaylistError(source, f"cannot be read ({exc})", "give a readable UTF-8 JSON file") from None
+    text = _read_text(path, source)
+    _check_depth(text, source)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PlaylistError(f"{source} line {exc.lineno} column {exc.colno}", f"not valid JSON ({exc.msg})",
                             "write plain JSON: no comments, no trailing commas, strings in double quotes") from None
+    except ValueError as exc:  # a number of over 4,300 digits: Python's int conversion limit
+        raise PlaylistError(source, f"not a usable JSON document ({exc})".split(";")[0] + ")",
+                            "write numbers as a playlist needs them (seconds, counts): a few digits") from None
     return parse(data, source)
 
 
@@ -240,6 +250,94 @@ def side_labels(a: RunSpec, b: RunSpec) -> tuple[str, str]:
 
 
 # ---- Private API
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+_NOT_A_FILE_FIX = "give the path of a playlist JSON file (a regular file)"
+
+
+def _read_text(path: str | os.PathLike, source: str) -> str:
+    """The file's text, after checking it is a regular file (symlinks resolved) of at most MAX_BYTES.
+
+    Opened without blocking and checked again on the open descriptor, so a FIFO put in place between the check
+    and the open is refused too, never waited on."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise PlaylistError(source, "no such file", "give the path of a playlist JSON file") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise PlaylistError(source, f"cannot be read ({_reason(exc)})", _NOT_A_FILE_FIX) from None
+    _check_file(info, source, path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise PlaylistError(source, f"cannot be read ({_reason(exc)})", "give a readable UTF-8 JSON file") from None
+    try:
+        _check_file(os.fstat(fd), source, path)
+        with open(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_BYTES + 1)  # the file may have grown since the size was checked
+    except OSError as exc:
+        raise PlaylistError(source, f"cannot be read ({_reason(exc)})", "give a readable UTF-8 JSON file") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        raise PlaylistError(source, f"larger than {MAX_BYTES // 1024:,} KiB, the most a playlist may be",
+                            f"give a playlist of at most {MAX_BYTES // 1024:,} KiB (split a long one into several "
+                            "files)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PlaylistError(source, f"not UTF-8 text (byte {exc.start:,} is 0x{data[exc.start]:02x})",
+                            "give a readable UTF-8 JSON file") from None
+
+
+def _check_file(info: os.stat_result, source: str, path: str | os.PathLike) -> None:
+    """Refuse anything but a regular file of at most MAX_BYTES; the message names what the path is."""
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a regular file")
+        real = os.path.realpath(path)
+        shown = f" ({real})" if os.path.normpath(os.path.abspath(path)) != real else ""
+        raise PlaylistError(source, f"is {kind}{shown}, not a playlist file", _NOT_A_FILE_FIX)
+    if info.st_size > MAX_BYTES:
+        raise PlaylistError(source, f"{info.st_size:,} bytes, larger than the {MAX_BYTES // 1024:,} KiB a "
+                                    "playlist may be",
+                            f"give a playlist of at most {MAX_BYTES // 1024:,} KiB (split a long one into several "
+                            "files)")
+
+
+_SPECIAL = re.compile(r'[\[\]{}"\\]')  # what the depth scan looks at: brackets, and quotes and escapes of strings
+
+
+def _check_depth(text: str, source: str) -> None:
+    """Refuse brackets nested deeper than MAX_DEPTH, found by one linear scan (brackets inside strings do not
+    count), before json.loads, which recurses once per level, sees the text."""
+    depth, in_string, escaped_until = 0, False, -1
+    for match in _SPECIAL.finditer(text):
+        where, char = match.start(), match.group()
+        if in_string:
+            if where < escaped_until:  # the character after a backslash
+                continue
+            if char == "\\":
+                escaped_until = where + 2
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = text.count("\n", 0, where) + 1
+                column = where - text.rfind("\n", 0, where)
+                raise PlaylistError(f"{source} line {line} column {column}",
+                                    f"brackets nested more than {MAX_DEPTH} deep, the most a playlist may have",
+                                    f"nest objects and lists at most {MAX_DEPTH} levels (a playlist needs about 8)")
+        elif char in "]}":
+            depth = max(depth - 1, 0)  # an unbalanced close is json.loads's to report, with its position
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
 def _engine_label(name: Any) -> str:
     try:
         return backends.info(str(name)).label
@@ -372,7 +470,12 @@ def _where(number: int, name: str) -> str:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int of hundreds of digits: no float holds it
+        return False
 
 
 def _kind(value: Any) -> str:

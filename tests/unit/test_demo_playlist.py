@@ -3,6 +3,8 @@ its turn; specs come from the one spec builder; race sides are told apart in wor
 a playlist before any window opens."""
 
 import json
+import os
+import stat
 
 import pytest
 
@@ -10,6 +12,8 @@ from console.cli import main as cli_main
 from console.demo.playlist import (
     DEFAULT_HOLD_S,
     DEFAULT_ROUNDS,
+    MAX_BYTES,
+    MAX_DEPTH,
     ItemProblem,
     PlaylistError,
     check_specs,
@@ -145,3 +149,78 @@ def test_demo_check_lists_the_items_that_would_fail(tmp_path, capsys):
     assert report["ok"] is False and report["loop"] is False and report["problems"][0]["where"].endswith("batch")
     good = write(tmp_path, GOOD, "good.json")
     assert cli_main(["demo", str(good), "--check"]) == 0
+
+
+# ---- A playlist is a small regular file (issue 19, case 3)
+def _refused(path, *words):
+    with pytest.raises(PlaylistError) as caught:
+        load(path)
+    for word in words:
+        assert word in str(caught.value)
+    return caught.value
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path, capsys):
+    fifo = tmp_path / "playlist.json"
+    os.mkfifo(fifo)  # no writer ever comes: reading it would wait forever
+    _refused(fifo, "is a FIFO (named pipe), not a playlist file", "Fix: give the path of a playlist JSON file")
+    for argv in (["--check"], ["--once"]):
+        assert cli_main(["demo", str(fifo), *argv]) == 2
+        err = capsys.readouterr().err
+        assert "FIFO" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.timeout(20)
+def test_a_character_device_is_refused_without_reading_it(tmp_path, capsys):
+    node = tmp_path / "zero"
+    try:
+        os.mknod(node, 0o644 | stat.S_IFCHR, os.makedev(1, 5))  # /dev/zero's numbers: endless bytes
+    except PermissionError:
+        pytest.skip("making a device node needs root")
+    _refused(node, "is a character device")
+    link = tmp_path / "playlist.json"
+    link.symlink_to(node)  # the path's target decides, and the message names it
+    _refused(link, f"is a character device ({node})")
+    assert cli_main(["demo", str(link), "--check"]) == 2
+    assert "character device" in capsys.readouterr().err
+
+
+def test_a_file_larger_than_the_cap_is_refused_before_it_is_read(tmp_path):
+    big = tmp_path / "big.json"
+    with open(big, "wb") as handle:
+        handle.truncate(4 * MAX_BYTES)  # sparse: takes no disk, would take 4 MiB of memory to read
+    _refused(big, f"{4 * MAX_BYTES:,} bytes, larger than the 1,024 KiB a playlist may be",
+             "at most 1,024 KiB")
+    just = write(tmp_path, {**GOOD, "title": "x" * (MAX_BYTES - len(json.dumps(GOOD)) - 10)}, "just.json")
+    assert load(just).title.startswith("xxx")  # up to the cap is a playlist like any other
+
+
+def test_a_directory_is_refused_naming_it(tmp_path):
+    _refused(tmp_path, "is a directory, not a playlist file")
+
+
+@pytest.mark.parametrize("argv", [["--check"], ["--once"]])
+def test_deep_nesting_is_refused_with_the_limit_not_a_recursion_error(tmp_path, capsys, argv):
+    deep = write(tmp_path, "[" * 100_000)  # was RecursionError from json.loads
+    error = _refused(deep, f"nested more than {MAX_DEPTH} deep")
+    assert error.where.endswith(f"line 1 column {MAX_DEPTH + 1}")
+    assert cli_main(["demo", str(deep), *argv]) == 2
+    err = capsys.readouterr().err
+    assert f"at most {MAX_DEPTH} levels" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    nested = {"items": [{"run": {"model_params": json.loads("[" * (MAX_DEPTH - 4) + "]" * (MAX_DEPTH - 4))}}]}
+    assert load(write(tmp_path, nested, "ok.json"))  # exactly the limit: parses (the item's spec fails later)
+    nested["items"][0]["run"]["model_params"] = [nested["items"][0]["run"]["model_params"]]
+    _refused(write(tmp_path, nested, "over.json"), "nested more than")
+
+
+def test_brackets_and_escaped_quotes_inside_strings_do_not_count(tmp_path):
+    title = '[{\\"' * 200 + "\\\\"  # brackets, escaped quotes and a final escaped backslash, all text
+    text = '{"title": "' + title + '", "items": [{"run": {"model": "mlp"}}]}'
+    assert load(write(tmp_path, text)).title == json.loads(text)["title"]
+
+
+def test_numbers_no_float_holds_are_refused_with_the_field(tmp_path):
+    _refused(write(tmp_path, '{"hold_s": ' + "9" * 400 + ', "items": [{"run": {}}]}'), "hold_s", "must be a number")
+    _refused(write(tmp_path, '{"items": [{"run": {"batch": ' + "9" * 5000 + "}}]}", "digits.json"),
+             "not a usable JSON document", "a few digits")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from console.cli import main
-from engines import datafiles
+from engines import datafiles, sample_writer
 from engines.datafiles import InputLayout
 from engines.sample_writer import SampleRequestError, check_request, write_samples
 
@@ -77,10 +77,12 @@ def test_make_data_refuses_bad_options_with_the_fix(tmp_path, capsys, argv, mess
     (["--shape", "3x4", "--dtype", "complex64"], "is not numeric"),
     (["--shape", "3x4", "--dtype", "x" * 300], "not a numpy dtype"),
     (["--shape", "x".join(["1"] * 65)], "at most 64"),
-    # 36 TiB of files: written until the disk filled before the check
-    (["--shape", "1000x1000", "--count", "10000000"], "lower --count"),
+    # 8 MiB of files on a disk with 1 MiB free (below): written until the disk filled before the check
+    (["--shape", "1024x1024", "--count", "2"], "2 npy files of 4.0 MiB are 8.0 MiB, but"),
 ])
-def test_make_data_refuses_what_cannot_be_written_before_creating_anything(tmp_path, capsys, argv, message):
+def test_make_data_refuses_what_cannot_be_written_before_creating_anything(tmp_path, capsys, monkeypatch, argv,
+                                                                           message):
+    monkeypatch.setattr(sample_writer, "_free_space", lambda directory: 1 << 20)  # never the real disk's fill
     assert main(["make-data", "--dir", str(tmp_path / "d"), *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
