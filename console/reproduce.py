@@ -18,6 +18,8 @@ from engines.spec import RunSpec, SpecError, spec_fields
 __all__ = ["SpecFileError", "load_spec", "spec_of", "reproduce_command", "flag_values"]
 
 ALWAYS_SHOWN = ("model", "engine", "target")  # shown even at their defaults: a command that names what it runs
+# A spec file may be a whole exported run (latencies, telemetry): generous, but a bound, so /dev/zero is refused.
+MAX_SPEC_FILE_BYTES = 512 << 20
 
 
 class SpecFileError(ValueError):
@@ -28,15 +30,21 @@ class SpecFileError(ValueError):
 def load_spec(path: str | os.PathLike) -> RunSpec:
     """The validated RunSpec held by a JSON file: a RunSpec dict, an exported run (`labconsole export --format
     json`, one run) or a stored run row (its `spec`)."""
+    from console.small_file import SmallFileError, read_small_file
+
     where = os.fspath(path)
-    try:
-        with open(where, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except OSError as exc:
-        raise SpecFileError(f"{where}: cannot read it ({exc.strerror or exc}); check the path") from exc
+    try:  # a regular file of bounded size: a FIFO is refused, not waited on; /dev/zero is not read without end
+        data = json.loads(read_small_file(where, MAX_SPEC_FILE_BYTES).decode("utf-8"))
+    except SmallFileError as exc:
+        if exc.missing:
+            raise SpecFileError(f"{where}: cannot read it (no such file); check the path") from None
+        raise SpecFileError(f"{where}: {exc.reason}; give a JSON file holding a run spec") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise SpecFileError(f"{where}: not JSON ({exc}); give a JSON file holding a run spec, e.g. one written "
                             "by `labconsole export RUN --format json --out FILE`") from exc
+    except RecursionError:
+        raise SpecFileError(f"{where}: nested too deeply to be a run spec; give a JSON file holding a run "
+                            "spec") from None
     try:
         spec = spec_of(data)
     except SpecFileError as exc:

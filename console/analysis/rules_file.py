@@ -39,6 +39,7 @@ except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli package
 DEFAULT = "default"
 DATA_FILE = "data folder"
 OPTION = "--rules"
+MAX_BYTES = 1 << 20  # a rules file is a few lines of TOML; anything bigger is the wrong file
 
 # (lowest, highest, whole number?) of each field; a field added to ValidityRules later is checked by its type
 # and ValidityRules.validate() until it gets a line here.
@@ -117,14 +118,16 @@ def in_force(explicit: str | Path | None = None, lab_file: Path | None = None) -
 
 def load_file(path: str | Path) -> dict[str, Any]:
     """The TOML document of a rules file (its [validity] table when it has one); RulesError when unreadable."""
+    from console.small_file import SmallFileError, read_small_file
+
     path = Path(path)
     try:
-        text = path.read_bytes()
-    except FileNotFoundError:
-        raise RulesError(str(path), "no such rules file; give an existing file, or `labconsole rules show` "
-                                    f"to see the rules in force (the lab's file is {data_file()})") from None
-    except OSError as exc:
-        raise RulesError(str(path), f"cannot be read ({exc.strerror or exc})") from None
+        text = read_small_file(path, MAX_BYTES)  # a FIFO is refused, not waited on; /dev/zero is not read
+    except SmallFileError as exc:
+        if exc.missing:
+            raise RulesError(str(path), "no such rules file; give an existing file, or `labconsole rules show` "
+                                        f"to see the rules in force (the lab's file is {data_file()})") from None
+        raise RulesError(str(path), f"{exc.reason}; a rules file is a small TOML text file") from None
     if tomllib is None:
         raise RulesError(str(path), "reading a rules file needs Python 3.11 or later (tomllib), or the tomli "
                                     "package on Python 3.10 (pip install tomli)")

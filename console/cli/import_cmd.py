@@ -22,10 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from console.history import HistoryError, HistoryStore
-    from console.history.merge import merge_history
+    from console.history.merge import check_source, merge_history
 
     try:
+        check_source(Path(args.source).expanduser(), db_path(args))  # before the target is opened (or created)
         with HistoryStore(db_path(args)) as store:
             report = merge_history(store, args.source)
     except HistoryError as exc:

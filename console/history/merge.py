@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import stat
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ from typing import Any
 from console.history import damage, jsoncols, schema
 from console.history.errors import OTHER_FILE_FIX, HistoryError, translate
 
-__all__ = ["merge_history", "COMPARED"]
+__all__ = ["merge_history", "check_source", "COMPARED"]
 
 COMPARED = ("status", "spec", "summary")  # what makes two copies of one run the same record
 _IMPORT_FIX = "give the path of a Lab Console history file (history.db of another lab machine)."
@@ -43,11 +44,11 @@ def merge_history(store: Any, source: str | os.PathLike) -> dict[str, Any]:
     samples_added, ops_added, artifacts_added, nothing_new, import_id}. Raises HistoryError for a source that
     is not a history, is newer than this build, or is the target itself; the source is never written."""
     path = Path(source).expanduser()
-    _check_source(path, store.path)
+    check_source(path, store.path)
     version = _source_version(path)
     with _readable_copy(path, version) as (conn, migrated):
         try:
-            report = _Merge(store, conn, str(path.resolve())).run()
+            report = _Merge(store, conn, _storable(str(path.resolve()))).run()
         except sqlite3.Error as exc:
             raise translate(exc, store.path, f"importing {path}") from exc
     report.update(source=str(path.resolve()), source_schema=version, migrated_copy=migrated)
@@ -240,12 +241,29 @@ class _Merge:
             yield from self.src.execute(sql.format(", ".join("?" * len(part))), part).fetchall()
 
 
-def _check_source(path: Path, target: Path) -> None:
-    if not path.exists():
-        raise HistoryError(f"there is no file {path} to import", _IMPORT_FIX, path)
-    if path.is_dir():
+def _storable(text: str) -> str:
+    """The source's path as SQLite can store it: a name that is not valid UTF-8 ('caf\\udce9', the byte 0xe9) is
+    kept with its odd bytes written out ('caf\\xe9'), since SQLite text must be UTF-8."""
+    return os.fsencode(text).decode("utf-8", "backslashreplace")
+
+
+def check_source(path: Path, target: Path) -> None:
+    """HistoryError unless `path` is a regular file holding an SQLite database other than `target`. Checked before
+    the target is opened (import creates no target for a source it refuses); a FIFO or a device is refused by
+    its type, never opened (reading a FIFO nobody writes would wait forever)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise HistoryError(f"there is no file {path} to import", _IMPORT_FIX, path) from None
+    except (OSError, ValueError) as exc:  # a name too long, a file as a folder, a NUL
+        raise HistoryError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}",
+                           "check the path and its permissions.", path) from None
+    if stat.S_ISDIR(mode):
         raise HistoryError(f"{path} is a directory, not a history file", f"give the file, e.g. {path / 'history.db'}.",
                            path)
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise HistoryError(f"{path} is {kind}, not a history file", _IMPORT_FIX, path)
     with contextlib.suppress(OSError):
         if os.path.samefile(path, target):
             raise HistoryError(f"{path} is this history itself; importing it into itself would change nothing",
