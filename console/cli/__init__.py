@@ -48,9 +48,9 @@ COMMANDS = (run_cmd, analyze_cmd, history_cmd, targets_cmd, models_cmd, compare_
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="labconsole", description="Lab Console: run, measure and keep AI workloads.")
     parser.add_argument("--version", action=_VersionAction)
-    parser.add_argument("--db", default=None, metavar="PATH", help="history database")
+    parser.add_argument("--db", default=None, metavar="PATH", type=_history_path, help="history database")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
+    common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH", type=_history_path,
                         help=f"history database (default: ${paths.DB_ENV} or {paths.history_db(None)})")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document")
     sub = parser.add_subparsers(dest="command")
@@ -81,6 +81,17 @@ def _dispatch(argv: Sequence[str] | None) -> int:
 
         return run_app(db=args.db)
     return next(c for c in COMMANDS if c.NAME == args.command).main(args)
+
+
+def _history_path(text: str) -> str:
+    """--db PATH: an empty PATH is refused (it silently meant the default history, a different file)."""
+    if not text:
+        raise argparse.ArgumentTypeError(f"an empty path; give a history file, or leave --db out for the default "
+                                         f"({paths.history_db(None)})")
+    return text
+
+
+_history_path.__name__ = "path"  # argparse names the type in its messages
 
 
 class _VersionAction(argparse.Action):

@@ -14,6 +14,7 @@ the command as:
 Standard output is flushed inside the guarded region, so an error still sitting in the buffer surfaces here, not at
 interpreter shutdown; afterwards the stream's descriptor is pointed at /dev/null (the recipe of Python's signal
 module documentation), so the exit flush of what is left in the buffer cannot print "Exception ignored" either.
+A file name that is not valid UTF-8 is printed as its bytes (surrogateescape), not a UnicodeEncodeError.
 Ctrl+C in a command that does not handle it itself (run, analyze, sweep do: they stop the worker and keep what was
 measured) is exit 130 with one line, not a KeyboardInterrupt traceback.
 """
@@ -39,6 +40,7 @@ def run_guarded(call: Callable[[], int]) -> int:
     guard = _Guard(original) if original is not None else None
     if guard is not None:
         sys.stdout = guard
+    restore = _names_as_bytes(original)
     try:
         try:
             code = call()
@@ -47,6 +49,7 @@ def run_guarded(call: Callable[[], int]) -> int:
         finally:
             if sys.stdout is guard:  # a command that swapped in its own stream keeps it
                 sys.stdout = original
+            restore()
     except OSError:
         if guard is None or guard.failure is None:
             raise  # a file error of the command itself, not of standard output
@@ -93,6 +96,25 @@ class _Guard:
             if self._owner.failure is None:
                 self._owner.failure = exc
             raise
+
+
+def _names_as_bytes(stream: Any) -> Callable[[], None]:
+    """Let standard output print a file name that is not valid UTF-8 (b'caf\\xe9', decoded by Python as
+    'caf\\udce9') as the bytes it is, as `ls` does, instead of raising UnicodeEncodeError: a strict stream
+    becomes surrogateescape while the command runs. Returns what puts the stream back."""
+    errors = getattr(stream, "errors", None)
+    if errors != "strict" or not callable(getattr(stream, "reconfigure", None)):
+        return lambda: None
+    try:
+        stream.reconfigure(errors="surrogateescape")
+    except (OSError, ValueError):
+        return lambda: None
+
+    def restore() -> None:
+        with contextlib.suppress(OSError, ValueError):  # it flushes: a failed stream is reported by the caller
+            stream.reconfigure(errors=errors)
+
+    return restore
 
 
 def _stdout_failed(exc: OSError, stream: Any) -> int:
