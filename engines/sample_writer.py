@@ -82,6 +82,9 @@ def check_request(directory: str | os.PathLike[str], layout: InputLayout, count:
         raise SampleRequestError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if count < 1:
         raise SampleRequestError(f"count must be ≥ 1, got {count}")
+    if "\0" in os.fspath(directory):
+        raise SampleRequestError(f"directory {os.fspath(directory)!r} has a NUL character, which no path can hold; "
+                                 "give a directory path without it")
     host = sample_dtype(layout)
     if len(layout.sample_shape) > MAX_DIMS:
         raise SampleRequestError(f"a sample of {len(layout.sample_shape)} dims: numpy arrays have at most {MAX_DIMS}; "
@@ -166,20 +169,22 @@ def _npy_header_bytes(shape: tuple[int, ...], dtype: np.dtype) -> int:
 
 
 def _free_space(directory: Path) -> int | None:
-    """Free bytes on the disk that will hold `directory` (its nearest existing parent); None when unknown."""
-    probe = directory.absolute()
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
+    """Free bytes on the disk that will hold `directory` (its nearest existing parent); None when unknown (a path
+    the OS refuses, such as a name too long, is for the write to report; a pseudo filesystem has no size)."""
     try:
-        return shutil.disk_usage(probe).free
-    except OSError:
+        probe = directory.absolute()
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        usage = shutil.disk_usage(probe)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
         return None
+    return usage.free if usage.total else None
 
 
 def _reused_bytes(directory: Path, count: int, fmt: str) -> int:
     """Bytes of sample files already in `directory` that this request overwrites (a rerun needs no new room)."""
     reused = 0
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, ValueError):
         with os.scandir(directory) as entries:
             for entry in entries:
                 name = entry.name

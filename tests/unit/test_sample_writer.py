@@ -1,6 +1,7 @@
 """Sample files for the input-pipeline scenario: deterministic, decodable, and `labconsole make-data` writes them."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,3 +123,18 @@ def test_a_write_that_fails_part_way_leaves_no_truncated_file(tmp_path, monkeypa
     # the command: a failure (exit 1) with the fix, not a usage error, and nothing half-written
     assert main(["make-data", "--dir", str(tmp_path / "d"), "--shape", "3x4", "--count", "2"]) == 1
     assert list((tmp_path / "d").iterdir()) == []
+
+
+def test_a_path_the_os_refuses_is_a_usage_error_not_a_traceback(tmp_path, capsys):
+    too_long = tmp_path / ("a" * 300) / "d"  # stat raised ENAMETOOLONG while the free space was looked up
+    assert main(["make-data", "--dir", str(too_long), "--shape", "3", "--count", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "File name too long" in err and len(err.strip().splitlines()) == 1
+    assert main(["make-data", "--dir", str(tmp_path / "a\0b"), "--shape", "3", "--count", "1"]) == 2
+    assert "NUL character" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux procfs")
+def test_a_filesystem_without_a_size_is_not_taken_for_a_full_disk():
+    assert sample_writer._free_space(Path("/proc/none")) is None  # procfs: total 0, free 0
