@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 PACKAGE_STAMP := $(VENV)/.installed-package
 export QT_API := pyside6
 
-.PHONY: run test lint bench bench-long soak setup clean package package-check smoke
+.PHONY: run test lint bench bench-long soak fuzz setup clean package package-check smoke
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -48,6 +48,14 @@ bench-long: $(STAMP)
 # The issue's full hour of test_window_soak (README "Benchmarks"): live-plot frames, then an hour of runs.
 soak: $(STAMP)
 	SOAK_S=3600 QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/benchmarks/test_window_soak.py -s --timeout=4500
+
+# The CLI fuzz test at length (README "Exit codes"): `make test` runs tests/unit/test_cli_fuzz.py bounded (12 command
+# lines a command, derandomized); this tries FUZZ_EXAMPLES in all and prints how many per command and exit status.
+# Not in CI. FUZZ_SURVEY=FILE lists every broken command line in FILE instead of stopping at the first.
+FUZZ_EXAMPLES ?= 5000
+fuzz: $(STAMP)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/unit/test_cli_fuzz.py -s \
+		-p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) build dist bench-results.json bench-long-results.json
