@@ -3,8 +3,8 @@ refusal — never a wait on a FIFO nobody writes, never /dev/zero read until mem
 
 Why: `open(path).read()` blocks forever on a FIFO and reads a character device without end. The path is checked
 with stat, then opened without blocking and checked again on the descriptor (a FIFO put in place between the
-check and the open is refused too), and at most `limit` + 1 bytes are read. The demo playlist has its own copy of
-this rule with its own messages (console.demo.playlist).
+check and the open is refused too), and at most `limit` + 1 bytes are read. The demo playlist reads through it
+too, adding its own fix to the message (console.demo.playlist).
 """
 
 from __future__ import annotations

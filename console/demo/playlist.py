@@ -13,9 +13,10 @@ A configuration (`run`, a race's `a` and `b`) is either flat option values keyed
 `labconsole run` (`batch`, `duration_s`, `torch.compile`, `scenario_options.qps`, `model_params` …) — the
 playlist's `defaults` and a race's `both` go under them — or `{"spec": {...}}`, a RunSpec dict run as it is.
 
-A playlist is a small regular file, so `load` checks that before reading a byte: what the path names after
-symlinks (a device such as /dev/zero, a FIFO or a directory is refused: reading them never ends or means
-nothing), its size (at most MAX_BYTES, 1 MiB: a 500-item playlist is a few hundred KiB) and how deeply its
+A playlist is a small regular file, so `load` checks that before reading a byte (console.small_file, the rule
+every input file the user names follows): what the path names after symlinks (a device such as /dev/zero, a FIFO
+or a directory is refused: reading them never ends or means nothing), its size (at most MAX_BYTES, 1 MiB: a
+500-item playlist is a few hundred KiB) and how deeply its
 brackets nest (at most MAX_DEPTH, counted by a scan of the text before the JSON parser, which recurses, sees it).
 Each refusal is a PlaylistError naming the file, the problem and the fix, so `labconsole demo` exits 2.
 
@@ -35,7 +36,6 @@ import json
 import math
 import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -250,58 +250,27 @@ def side_labels(a: RunSpec, b: RunSpec) -> tuple[str, str]:
 
 
 # ---- Private API
-_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-               (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
-_NOT_A_FILE_FIX = "give the path of a playlist JSON file (a regular file)"
-
-
 def _read_text(path: str | os.PathLike, source: str) -> str:
-    """The file's text, after checking it is a regular file (symlinks resolved) of at most MAX_BYTES.
+    """The file's text, if it is a regular file (symlinks resolved) of at most MAX_BYTES: console.small_file's
+    rule (a FIFO refused, never waited on; a device never read), with the playlist's fix in the message."""
+    from console.small_file import SmallFileError, read_small_file
 
-    Opened without blocking and checked again on the open descriptor, so a FIFO put in place between the check
-    and the open is refused too, never waited on."""
     try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise PlaylistError(source, "no such file", "give the path of a playlist JSON file") from None
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        raise PlaylistError(source, f"cannot be read ({_reason(exc)})", _NOT_A_FILE_FIX) from None
-    _check_file(info, source, path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise PlaylistError(source, f"cannot be read ({_reason(exc)})", "give a readable UTF-8 JSON file") from None
-    try:
-        _check_file(os.fstat(fd), source, path)
-        with open(fd, "rb", closefd=False) as handle:
-            data = handle.read(MAX_BYTES + 1)  # the file may have grown since the size was checked
-    except OSError as exc:
-        raise PlaylistError(source, f"cannot be read ({_reason(exc)})", "give a readable UTF-8 JSON file") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_BYTES:
-        raise PlaylistError(source, f"larger than {MAX_BYTES // 1024:,} KiB, the most a playlist may be",
-                            f"give a playlist of at most {MAX_BYTES // 1024:,} KiB (split a long one into several "
-                            "files)")
+        data = read_small_file(path, MAX_BYTES)
+    except SmallFileError as exc:
+        if exc.missing:
+            raise PlaylistError(source, "no such file", "give the path of a playlist JSON file") from None
+        reason = exc.reason
+        if reason.startswith("is ") and "not a regular file" in reason and os.path.islink(path):
+            reason = reason.replace(", not a regular file", f" ({os.path.realpath(path)}), not a regular file")
+        fix = (f"give a playlist of at most {MAX_BYTES // 1024:,} KiB (split a long one into several files)"
+               if "larger than" in reason else "give the path of a playlist JSON file (a regular file)")
+        raise PlaylistError(source, reason, fix) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PlaylistError(source, f"not UTF-8 text (byte {exc.start:,} is 0x{data[exc.start]:02x})",
                             "give a readable UTF-8 JSON file") from None
-
-
-def _check_file(info: os.stat_result, source: str, path: str | os.PathLike) -> None:
-    """Refuse anything but a regular file of at most MAX_BYTES; the message names what the path is."""
-    if not stat.S_ISREG(info.st_mode):
-        kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a regular file")
-        real = os.path.realpath(path)
-        shown = f" ({real})" if os.path.normpath(os.path.abspath(path)) != real else ""
-        raise PlaylistError(source, f"is {kind}{shown}, not a playlist file", _NOT_A_FILE_FIX)
-    if info.st_size > MAX_BYTES:
-        raise PlaylistError(source, f"{info.st_size:,} bytes, larger than the {MAX_BYTES // 1024:,} KiB a "
-                                    "playlist may be",
-                            f"give a playlist of at most {MAX_BYTES // 1024:,} KiB (split a long one into several "
-                            "files)")
 
 
 _SPECIAL = re.compile(r'[\[\]{}"\\]')  # what the depth scan looks at: brackets, and quotes and escapes of strings
@@ -332,10 +301,6 @@ def _check_depth(text: str, source: str) -> None:
                                     f"nest objects and lists at most {MAX_DEPTH} levels (a playlist needs about 8)")
         elif char in "]}":
             depth = max(depth - 1, 0)  # an unbalanced close is json.loads's to report, with its position
-
-
-def _reason(exc: BaseException) -> str:
-    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
 def _engine_label(name: Any) -> str:

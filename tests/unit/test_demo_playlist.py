@@ -164,7 +164,7 @@ def _refused(path, *words):
 def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path, capsys):
     fifo = tmp_path / "playlist.json"
     os.mkfifo(fifo)  # no writer ever comes: reading it would wait forever
-    _refused(fifo, "is a FIFO (named pipe), not a playlist file", "Fix: give the path of a playlist JSON file")
+    _refused(fifo, "is a FIFO (named pipe), not a regular file", "Fix: give the path of a playlist JSON file")
     for argv in (["--check"], ["--once"]):
         assert cli_main(["demo", str(fifo), *argv]) == 2
         err = capsys.readouterr().err
@@ -190,14 +190,13 @@ def test_a_file_larger_than_the_cap_is_refused_before_it_is_read(tmp_path):
     big = tmp_path / "big.json"
     with open(big, "wb") as handle:
         handle.truncate(4 * MAX_BYTES)  # sparse: takes no disk, would take 4 MiB of memory to read
-    _refused(big, f"{4 * MAX_BYTES:,} bytes, larger than the 1,024 KiB a playlist may be",
-             "at most 1,024 KiB")
+    _refused(big, "is 4.0 MiB, larger than the 1.0 MiB such a file may be", "at most 1,024 KiB")
     just = write(tmp_path, {**GOOD, "title": "x" * (MAX_BYTES - len(json.dumps(GOOD)) - 10)}, "just.json")
     assert load(just).title.startswith("xxx")  # up to the cap is a playlist like any other
 
 
 def test_a_directory_is_refused_naming_it(tmp_path):
-    _refused(tmp_path, "is a directory, not a playlist file")
+    _refused(tmp_path, "is a directory, not a regular file")
 
 
 @pytest.mark.parametrize("argv", [["--check"], ["--once"]])
