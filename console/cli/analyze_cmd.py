@@ -62,17 +62,23 @@ def main(args: argparse.Namespace) -> int:
     rules = rules_for(args)
     if isinstance(rules, int):
         return rules
-    from console.cli.arguments import data_dir_problem, trace_problem
+    from console.cli.arguments import data_dir_problem
 
-    problem = (trace_problem(args.trace) if args.trace else None) or data_dir_problem(
-        getattr(spec.scenario_options, "data_dir", None), spec.model)
-    if problem:  # before the machine card, the history or a worker: nothing measured, nothing created
+    trace = _trace_target(args.trace)  # before the machine card, the history or a worker: nothing measured
+    if isinstance(trace, int):
+        return trace
+    problem = data_dir_problem(getattr(spec.scenario_options, "data_dir", None), spec.model)
+    if problem:
+        if trace is not None:
+            trace.close()
         return fail(problem)
     # The card first (measured once per host and target when none is stored), so the verdict stored with the run
     # is judged against it, as the report below is.
     card, card_note = _machine_card(spec.target, args)
     writer = open_writer(args)
     if writer is None:
+        if trace is not None:
+            trace.close()
         return EXIT_FAILED
     as_json = wants_json(args)
     noise_floor = _noise_floor(args, spec, None, as_json)  # the card's when just measured, else recent or quick
@@ -93,8 +99,8 @@ def main(args: argparse.Namespace) -> int:
     report = _run_report(record, spec)
     report.update(_analysis(record, spec, card, card_note))
     trace_failed = False
-    if args.trace:
-        report["trace_file"] = _copy_trace(report["profile"], args.trace)
+    if trace is not None:
+        report["trace_file"] = _copy_trace(report["profile"], trace)
         trace_failed = report["trace_file"] is None and bool((report["profile"] or {}).get("trace_path"))
     if not as_json:
         _print_analysis(report)
@@ -140,18 +146,41 @@ def _machine_card(target: str, args: argparse.Namespace) -> tuple[dict[str, Any]
     return answer.card, answer.note
 
 
-def _copy_trace(profile: dict[str, Any] | None, destination: str) -> str | None:
-    source = (profile or {}).get("trace_path")
-    if not source:
-        print("labconsole: warning: no Chrome trace was recorded, --trace not written", file=sys.stderr)
+def _trace_target(text: str | None):
+    """--trace FILE checked before anything runs (console.output_file, as every --out): a directory, a missing or
+    read-only folder, a name too long, a FIFO nobody reads is exit 2. Standard output carries the report, so `-`
+    is refused. None without --trace."""
+    if text is None:
         return None
+    from console.output_file import OutputError, check_out
+
     try:
-        shutil.copyfile(source, destination)
-    except OSError as exc:
-        print(f"labconsole: error: could not write the trace to {destination} ({exc.strerror or exc}); the run "
-              f"is stored and its trace is at {source}", file=sys.stderr)
-        return None
-    return destination
+        target = check_out(text, option="--trace", example="trace.json")
+    except OutputError as exc:
+        return fail(str(exc))
+    if target.is_stdout:
+        return fail(f"--trace {text}: standard output carries the analysis; give a file such as trace.json")
+    return target
+
+
+def _copy_trace(profile: dict[str, Any] | None, target) -> str | None:
+    """The recorded trace written whole at the checked --trace target; None (said on stderr) when it was not."""
+    from console.output_file import OutputError, shown, write_out
+
+    with target:
+        source = (profile or {}).get("trace_path")
+        if not source:
+            print("labconsole: warning: no Chrome trace was recorded, --trace not written", file=sys.stderr)
+            return None
+        try:
+            with open(source, "rb") as recorded:
+                write_out(target, lambda stream: shutil.copyfileobj(recorded, stream), binary=True, option="--trace")
+        except (OSError, OutputError) as exc:
+            print(f"labconsole: error: could not write the trace to {shown(target.text)} "
+                  f"({getattr(exc, 'strerror', None) or exc}); the run is stored and its trace is at {source}",
+                  file=sys.stderr)
+            return None
+        return target.text
 
 
 def _print_phase(event: dict[str, Any]) -> None:

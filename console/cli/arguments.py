@@ -1,15 +1,14 @@
 """Arguments that name dates, run ids, files and folders: checked where they are typed, before anything runs.
 
 Why: each of these was accepted and then failed late or not at all — `history --since notadate` listed nothing
-with exit 0, `analyze --trace /nowhere/t.json` warned only after the whole run, an empty `--data-dir` loaded the
-model and stored a failed run, a too-short run id prefix exited 1 while an unknown id exited 2. Here each is
-refused up front as a usage error (exit 2, EXIT_USAGE) naming the accepted forms or the fix, and nothing is
-created or run:
+with exit 0, an empty `--data-dir` loaded the model and stored a failed run, a too-short run id prefix exited 1
+while an unknown id exited 2. Here each is refused up front as a usage error (exit 2, EXIT_USAGE) naming the
+accepted forms or the fix, and nothing is created or run. (Files a command writes — --out, analyze's --trace —
+are checked by console.output_file.)
 
 - `date_bound`: the argparse type of --since / --until (ISO dates and date-times only).
 - `history_failure`: the exit code of a HistoryError — a run/sweep id prefix that is too short or ambiguous is a
   bad argument (2, like an unknown id), anything else a failure (1). `compare`/`regressions` keep 3.
-- `trace_problem`: whether a file can be written at --trace, checked before the run starts.
 - `data_dir_problem`: whether --data-dir holds sample files, checked before the model is loaded (local runs
   only: a cluster node reads its own disks and checks there).
 """
@@ -17,15 +16,13 @@ created or run:
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from console.cli.common import error, fail
 
-__all__ = ["DATE_FORMS", "date_bound", "history_failure", "trace_problem", "data_dir_problem"]
+__all__ = ["DATE_FORMS", "date_bound", "history_failure", "data_dir_problem"]
 
 DATE_FORMS = ("an ISO date or date-time: 2026-11-01, 2026-11-01T14:30, 2026-11-01T14:30:05Z or "
               "2026-11-01T14:30+02:00 (a time without an offset is UTC; a date alone is its 00:00 UTC)")
@@ -61,34 +58,6 @@ def history_failure(exc: Exception) -> int:
     if isinstance(exc, IdPrefixError):
         return fail(str(exc))
     return error(exc)
-
-
-def trace_problem(destination: str) -> str | None:
-    """Why no file can be written at `destination` (a directory, a missing or unwritable folder, a device or
-    pipe, a name the system refuses), or None when it can. Nothing is created."""
-    path = Path(destination).expanduser()
-    where = f"--trace {destination}"
-    try:
-        if path.is_dir():
-            return f"{where} is a directory; give a file path such as {path / 'trace.json'}"
-        parent = path.parent
-        if not parent.exists():
-            return f"{where}: the folder {parent} does not exist; create it first or choose another path"
-        if not parent.is_dir():
-            return f"{where}: {parent} is a file, not a folder; choose another path"
-        if path.exists() or path.is_symlink():
-            if not path.is_file():
-                return (f"{where} is not a regular file (a device, pipe or broken link); the trace is written as a "
-                        "whole file: choose a file path")
-            if not os.access(path, os.W_OK):
-                return f"{where}: the file exists and this user cannot overwrite it; choose another path"
-        elif not os.access(parent, os.W_OK | os.X_OK):
-            return f"{where}: this user cannot create files in {parent}; choose a writable folder"
-    except OSError as exc:  # a name too long, a component that is not a folder …
-        return f"{where} cannot be written ({exc.strerror or exc}); choose another path"
-    except ValueError as exc:  # an embedded NUL
-        return f"{where} is not a usable path ({exc}); choose another path"
-    return None
 
 
 def data_dir_problem(directory: Any, model: str | None = None) -> str | None:

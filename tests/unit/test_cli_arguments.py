@@ -7,13 +7,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
+import stat
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from console.cli import main
-from console.cli.arguments import date_bound, trace_problem
+from console.cli.arguments import date_bound
 from console.history import HistoryStore
 from engines.spec import RunSpec
 
@@ -150,26 +152,22 @@ def _hostile_paths(tmp_path: Path) -> dict[str, Path]:
             "a directory": tmp_path, "a FIFO": fifo, "too long": tmp_path / ("t" * 300 + ".json")}
 
 
-def test_trace_problem_names_what_is_wrong(tmp_path):
-    problems = {name: trace_problem(str(path)) for name, path in _hostile_paths(tmp_path).items()}
-    assert "does not exist" in problems["missing folder"]
-    assert "not a folder" in problems["through a file"]
-    assert "is a directory" in problems["a directory"]
-    assert "not a regular file" in problems["a FIFO"]
-    assert "too long" in problems["too long"]
-    assert trace_problem(str(tmp_path / "t.json")) is None and not (tmp_path / "t.json").exists()
-
-
+CARD = {"target": "cpu", "host": socket.gethostname(), "device_name": "test CPU", "quick": False, "repeats": 5,
+        "peak_flops": {"fp32": 150e9}, "memory_bandwidth_gbs": 10.0, "llc_bytes": 33_554_432,
+        "caches": {"l3": 33_554_432}, "call_floor_us": {"torch": 8.0}, "spread": {}, "method": {},
+        "not_available": {}}
 QUICK = ["--model", "mlp", "--iterations", "5", "--warmup", "0", "--no-telemetry"]
 
 
-@pytest.mark.parametrize("which", ["missing folder", "through a file", "a directory", "a FIFO", "too long"])
-def test_analyze_refuses_an_unwritable_trace_before_the_run(tmp_path, which, capsys):
+@pytest.mark.parametrize(("which", "words"), [("missing folder", "does not exist"), ("through a file", "is a file, not a directory"),
+                                             ("a directory", "is a directory"), ("a FIFO", "no reader"),
+                                             ("too long", "shorter file name"), ("stdout", "standard output")])
+def test_analyze_refuses_an_unusable_trace_before_the_run(tmp_path, which, words, capsys):
     db = tmp_path / "db" / "history.db"
-    trace = _hostile_paths(tmp_path)[which]
-    assert main(["analyze", *QUICK, "--trace", str(trace), "--db", str(db)]) == 2
+    trace = "-" if which == "stdout" else str(_hostile_paths(tmp_path)[which])
+    assert main(["analyze", *QUICK, "--trace", trace, "--db", str(db)]) == 2
     err = capsys.readouterr().err
-    assert "--trace" in err and "Traceback" not in err and "machine card" not in err
+    assert "--trace" in err and words in err and "Traceback" not in err and "machine card" not in err
     assert not db.parent.exists(), "nothing measured or stored for a run that never started"
 
 
@@ -194,3 +192,19 @@ def test_a_data_dir_without_samples_exits_2_before_the_model_loads(tmp_path, com
     err = capsys.readouterr().err
     assert words in err and "labconsole make-data --dir" in err and "--model mlp" in err and "Traceback" not in err
     assert not db.parent.exists(), "no run stored, no history created"
+
+
+def test_a_trace_that_cannot_be_written_after_the_run_is_exit_1_not_a_warning(tmp_path, capsys):
+    """A device that refuses the bytes (a /dev/full made here): the run is stored, the exit is 1, the message
+    says where the recorded trace is; the node is written into, never replaced."""
+    full = tmp_path / "full"
+    os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    db = tmp_path / "history.db"
+    with HistoryStore(db) as store:  # a stored card: the analysis does not measure one (a minute)
+        store.add_machine_card(CARD)
+    assert main(["analyze", *QUICK, "--profile-iterations", "2", "--trace", str(full), "--db", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert "could not write the trace" in err and "Traceback" not in err
+    assert stat.S_ISCHR(full.lstat().st_mode)
+    with HistoryStore(db) as store:
+        assert [run["status"] for run in store.list_runs()] == ["completed"]
