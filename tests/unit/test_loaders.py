@@ -49,7 +49,7 @@ def test_reset_totals_counts_from_now_on(files):
 def test_a_file_that_does_not_decode_fails_the_consumer_with_its_name(files):
     files[2].write_bytes(b"garbage")
     with loaders.BatchLoader(files, LAYOUT, 5, 2, cold=False) as loader, \
-            pytest.raises(DataError, match=f"{files[2]} does not decode"):
+            pytest.raises(DataError, match=f"{files[2]} is not an .npy file"):
         loader.get()
 
 
