@@ -83,8 +83,18 @@ def run_markdown(run: Mapping[str, Any]) -> str:
     finding = summary.get("bottleneck")
     if isinstance(finding, Mapping) and finding.get("sentence"):
         lines += ["", f"**Finding:** {escape(str(finding['sentence']))}"]
+        lines += _confirmation(finding.get("confirmation"))
     lines += [""] + _reproduce(run, spec)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _confirmation(block: Any) -> list[str]:
+    """`analyze --confirm`'s answer under the finding: its sentence, then one line per experiment."""
+    if not isinstance(block, Mapping) or not block.get("sentence"):
+        return []
+    experiments = [e for e in block.get("experiments") or [] if isinstance(e, Mapping) and e.get("sentence")]
+    return ["", f"**Confirmation:** {escape(str(block['sentence']))}"] + \
+        [f"- {escape(str(e['sentence']))}" for e in experiments]
 
 
 def title_line(run: Mapping[str, Any]) -> str:

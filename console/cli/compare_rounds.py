@@ -56,9 +56,11 @@ def round_specs(args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict[st
     return specs
 
 
-def runner(specs: dict[str, Any], writer: Any):
+def runner(specs: dict[str, Any], writer: Any, pool: Any = None, partition: Any = None):
     """run_round(side, k) for console.analysis.interleave: one RunSession of that side's spec, its latencies in
-    ms. Ctrl-C cancels the round running and stops the comparison (RoundFailed)."""
+    ms. Ctrl-C cancels the round running and stops the comparison (RoundFailed). `pool` (a
+    console.worker_pool.WorkerPool) hands each round a worker spawned ahead, so rounds skip the engine's import;
+    `partition` keeps the console off the rounds' cores, as the run being confirmed was (`analyze --confirm`)."""
     from console.session import RunSession
 
     def run_round(side: str, k: int) -> np.ndarray:
@@ -69,7 +71,7 @@ def runner(specs: dict[str, Any], writer: Any):
             if event.get("type") == "latencies":
                 chunks.append(np.asarray(event["latency_ns"], dtype=np.int64))
 
-        session = RunSession(spec, writer, listener=listen, telemetry_hz=None)
+        session = RunSession(spec, writer, listener=listen, telemetry_hz=None, pool=pool, partition=partition)
         previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
         try:
             session.start()

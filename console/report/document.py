@@ -168,6 +168,19 @@ def _sweep_points(views: list[RunView]) -> Block:
                  rows=rows)
 
 
+def _confirmation(block: Any) -> list[Block]:
+    """`analyze --confirm`'s answer beside the verdict: its sentence and the experiments that decided it."""
+    if not isinstance(block, dict) or not block.get("sentence"):
+        return []
+    from console.analysis.confirm.outcome import table
+
+    out = [Block("paragraph", f"Confirmation: {block['sentence']}")]
+    headers, rows = table(block)
+    if rows:
+        out.append(Block("table", headers=headers, rows=rows))
+    return out
+
+
 def _analysis(view: RunView, report: Report) -> list[Block]:
     blocks = [Block("heading", f"Bottleneck of run {view.letter}")]
     verdict = view.summary.get("bottleneck")
@@ -179,6 +192,7 @@ def _analysis(view: RunView, report: Report) -> list[Block]:
                  ["recommendation", str(verdict.get("recommendation") or "")],
                  ["runner-up", str(verdict.get("secondary") or "none")]]
         blocks.append(Block("table", headers=["Evidence", "Value"], rows=rows))
+        blocks += _confirmation(verdict.get("confirmation"))
     else:
         blocks.append(Block("note", "no verdict was stored with this run (it was profiled without a machine card)"))
     if not report.card:

@@ -46,10 +46,15 @@ def judge(plan: Plan, experiments: list[dict[str, Any]], failed: str | None = No
     if all(o == AS_PREDICTED for o in outcomes):
         over = f" over {plan.rival}" if plan.rival else ""
         lead = "" if plan.verdict_class == plan.tested else f" (the verdict was {plan.verdict_class}; its lead)"
-        block.update(outcome=CONFIRMED, says=plan.tested,
+        stand = standing(experiments)
+        out = [c for c, v in stand.items() if v == "out"]
+        also = [c for c, v in stand.items() if v != "out" and c != plan.tested]
+        tail = (f"; rules out {', '.join(out)}" if out else "") + \
+            (f"; {' and '.join(also)} fit{'s' if len(also) == 1 else ''} these ratios too" if also else "")
+        block.update(outcome=CONFIRMED, says=plan.tested, rules_out=out, also_fits=also,
                      sentence=f"confirmed: {plan.tested}{over}{lead} — "
                               + "; ".join(f"{e['intervention']} ×{e['ratio']:.3g} within "
-                                          f"{range_text(e['predicted']['range'])}" for e in experiments))
+                                          f"{range_text(e['predicted']['range'])}" for e in experiments) + tail)
         return block
     open_ones = [e for e in experiments if e["outcome"] == UNDECIDED]
     block.update(outcome=UNDECIDED_OUTCOME,
@@ -66,20 +71,24 @@ def what_the_data_says(experiments: list[dict[str, Any]], scores: dict[str, floa
     """(the class whose predictions every measured interval lies inside — else is not ruled out by — ranked by
     the verdict's scores; the other classes that fit as well), or (NONE_OF_THE_CLASSES, [])."""
     scores = scores or {}
-    inside, open_ = [], []
-    for cls in PREDICTABLE:
-        if cls == exclude:
-            continue
-        verdicts = [_fits(e, cls) for e in experiments]
-        verdicts = [v for v in verdicts if v is not None]
-        if not verdicts or "out" in verdicts:
-            continue
-        (inside if all(v == "in" for v in verdicts) else open_).append(cls)
-    pool = inside or open_
+    stand = {cls: v for cls, v in standing(experiments).items() if cls != exclude}
+    inside = [cls for cls, v in stand.items() if v == "in"]
+    pool = inside or [cls for cls, v in stand.items() if v == "open"]
     if not pool:
         return NONE_OF_THE_CLASSES, []
     ranked = sorted(pool, key=lambda c: (-float(scores.get(c, 0.0)), PREDICTABLE.index(c)))
     return ranked[0], ranked[1:]
+
+
+def standing(experiments: list[dict[str, Any]]) -> dict[str, str]:
+    """Each predictable class against the measured intervals: "in" (inside every range it predicts), "out"
+    (wholly outside one), "open" (neither); classes that predict none of these experiments are left out."""
+    out: dict[str, str] = {}
+    for cls in PREDICTABLE:
+        fits = [v for v in (_fits(e, cls) for e in experiments) if v is not None]
+        if fits:
+            out[cls] = "out" if "out" in fits else "in" if all(v == "in" for v in fits) else "open"
+    return out
 
 
 def lines(confirmation: dict[str, Any]) -> list[str]:
@@ -88,6 +97,15 @@ def lines(confirmation: dict[str, Any]) -> list[str]:
     out += [f"  {e['sentence']}" for e in confirmation.get("experiments") or []]
     out += [f"  cannot test {why}" for why in confirmation.get("untestable") or []]
     return out
+
+
+def table(confirmation: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of the experiments, for a report: intervention, predicted, measured ratio [interval],
+    rounds a side, outcome."""
+    rows = [[str(e["intervention"]), f"{e['predicted']['class']} {range_text(e['predicted']['range'])}",
+             f"×{e['ratio']:.3g} [{e['ci95'][0]:.3g}, {e['ci95'][1]:.3g}]", str(e["rounds"]), str(e["outcome"])]
+            for e in confirmation.get("experiments") or []]
+    return ["Intervention", "Predicted", "Measured (95% interval)", "Rounds a side", "Outcome"], rows
 
 
 # ---- Private API

@@ -6,6 +6,8 @@ at least MIN_SEPARATION apart, so a measured interval of ordinary width lands in
 axis (data, ops, threads) the smallest decisive change is taken (the cheapest to run), up to `max_experiments`.
 For an inconclusive verdict the two leading classes are tested against each other (the first is the one tested);
 for a decided one, the verdict against its runner-up (or, when it names none, the predictable class scored next).
+When no change this model allows tells the two apart, the next class by score that one does is the rival
+instead, and the plan says so: a verdict is still tested on its own prediction, against what can be excluded.
 What cannot be planned says why: the model has no such axis, a class makes no prediction for it, or the two
 predictions overlap.
 """
@@ -72,31 +74,52 @@ def plan(verdict: dict[str, Any], axes: Axes, context: Context | None = None,
     if rival is None:
         out.reason = f"no other class to tell {tested} from"
         return out
-    by_kind: dict[str, list[tuple[Axis, Prediction, Prediction]]] = {kind: [] for kind in KINDS}
     said: set[str] = set()
-    for axis in axes.axes:
-        mine, theirs = predict(tested, axis, context), predict(rival, axis, context)
-        for answer in (mine, theirs):
-            if isinstance(answer, str) and answer not in said:
-                said.add(answer)
-                out.untestable.append(f"{axis.name}: {answer}")
-        if isinstance(mine, Prediction) and isinstance(theirs, Prediction):
-            if separation(mine, theirs) >= MIN_SEPARATION:
-                by_kind[axis.kind].append((axis, mine, theirs))
+    chosen = _decisive(tested, rival, axes, context, out, said)
+    if not any(chosen.values()):  # the runner-up cannot be told apart: the next class by score that can
+        for other in _rivals(verdict, tested, exclude=rival):
+            found = _decisive(tested, other, axes, context, Plan(out.verdict_class, tested, other), set())
+            if any(found.values()):
+                out.untestable.append(f"no change tells {tested} from {rival}: tested against {other} instead")
+                out.rival, chosen = other, found
+                break
     for kind in KINDS:
-        candidates = by_kind[kind]
+        candidates = chosen[kind]
         if not candidates:
             if any(axis.kind == kind for axis in axes.axes):
-                out.untestable.append(f"{kind}: no change of this kind tells {tested} from {rival} (their predicted "
-                                      "ranges overlap)")
+                out.untestable.append(f"{kind}: no change of this kind tells {tested} from {out.rival} (their "
+                                      "predicted ranges overlap)")
             continue
         axis, mine, theirs = min(candidates, key=lambda c: c[0].factor)
         if len(out.experiments) < max_experiments:
             everyone = {name: p for name in PREDICTABLE if isinstance(p := predict(name, axis, context), Prediction)}
             out.experiments.append(Planned(axis, mine, theirs, everyone))
     if not out.experiments:
-        out.reason = f"no intervention this model allows tells {tested} from {rival}"
+        out.reason = f"no intervention this model allows tells {tested} from {rival} or any other class"
     return out
+
+
+def _decisive(tested: str, rival: str, axes: Axes, context: Context, out: Plan,
+              said: set[str]) -> dict[str, list[tuple[Axis, Prediction, Prediction]]]:
+    """Per kind, the axes whose two predictions lie MIN_SEPARATION apart; why a class predicts nothing goes to
+    `out.untestable` (once)."""
+    by_kind: dict[str, list[tuple[Axis, Prediction, Prediction]]] = {kind: [] for kind in KINDS}
+    for axis in axes.axes:
+        mine, theirs = predict(tested, axis, context), predict(rival, axis, context)
+        for answer in (mine, theirs):
+            if isinstance(answer, str) and answer not in said:
+                said.add(answer)
+                out.untestable.append(f"{axis.name}: {answer}")
+        if isinstance(mine, Prediction) and isinstance(theirs, Prediction) \
+                and separation(mine, theirs) >= MIN_SEPARATION:
+            by_kind[axis.kind].append((axis, mine, theirs))
+    return by_kind
+
+
+def _rivals(verdict: dict[str, Any], tested: str, exclude: str) -> list[str]:
+    scores = {k: float(v) for k, v in (verdict.get("scores") or {}).items() if isinstance(v, (int, float))}
+    return sorted((k for k in PREDICTABLE if k not in (tested, exclude)),
+                  key=lambda k: (-scores.get(k, 0.0), PREDICTABLE.index(k)))
 
 
 def leading_pair(verdict: dict[str, Any]) -> tuple[str | None, str | None]:

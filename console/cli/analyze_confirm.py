@@ -1,0 +1,172 @@
+"""`labconsole analyze --confirm`: after the analysis run, run the interventions its verdict predicts, interleaved
+with the original configuration, and say whether the verdict is confirmed, refuted or undecided.
+
+The planning and judging are console.analysis.confirm's; this module runs the rounds and keeps the answer. Each
+round is an ordinary RunSession run of the original (A) or changed (B) spec, measured for a short fixed time
+(ROUND_S, or the analysis's own duration when shorter; no profiling, no until-stable, no telemetry: pairs must
+measure alike and a sampler would compete for the rounds' cores), on the same console partition as the analysed
+run, with a warm worker handed to each round (console.worker_pool) so a round does not pay the engine's import.
+The rounds are stored in the history as runs named "confirm <run> <intervention> A/B round k". The confirmation
+is stored with the analysed run, beside its verdict (summary["bottleneck"]["confirmation"]), so `report` and
+the History page read it there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from typing import Any
+
+from console.cli.common import EXIT_FAILED, EXIT_OK
+
+ROUND_S = 2.0  # measured seconds per round, at most: many short rounds put the machine's changes on both sides
+WARM_WAIT_S = 60.0  # how long a round waits for its spare worker to finish importing the engine
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from console.analysis.confirm import MAX_ROUNDS
+
+    parser.add_argument("--confirm", action="store_true",
+                        help="then run the interventions the verdict predicts (more data, twice the ops, twice the "
+                             "threads), interleaved with this configuration, and say confirmed, refuted or undecided")
+    parser.add_argument("--confirm-max-rounds", metavar="N", type=_rounds, default=MAX_ROUNDS,
+                        help=f"with --confirm: at most N interleaved rounds a side per experiment (default {MAX_ROUNDS}; "
+                             "≥ 2)")
+
+
+def confirm(args: argparse.Namespace, spec: Any, record: dict[str, Any], report: dict[str, Any],
+            card: dict[str, Any] | None, quiet: bool) -> int:
+    """Plan, run and judge; report["confirmation"] gets the block (also stored with the run). EXIT_OK when the
+    confirmation ran, whatever it found; EXIT_FAILED when a round failed or the history could not take it."""
+    from console.analysis.confirm import MIN_ROUNDS, plan_for, run_confirmation
+
+    verdict = report.get("bottleneck")
+    if record.get("status") != "completed" or not verdict:
+        why = "the run did not complete" if record.get("status") != "completed" else \
+            "the run has no verdict (no op table from its profiling phase)"
+        report["confirmation"] = {"outcome": "untestable", "sentence": f"not tested: {why}", "experiments": [],
+                                  "untestable": []}
+        return EXIT_OK
+    the_plan = plan_for(verdict, spec, record, card)
+    if not quiet:
+        _say(f"  … confirming {verdict['class']}: "
+             + ("; ".join(f"{p.axis.name} (predicted {_range(p.tested)}, {p.rival.cls} {_range(p.rival)})"
+                          for p in the_plan.experiments) or the_plan.reason or "nothing to run"))
+    base = round_spec(spec, record.get("run_id", "")[:8])
+    from console.cli.common import console_partition, open_writer
+    from console.cli.compare_rounds import runner
+    from console.worker_pool import WorkerPool
+
+    writer = open_writer(args) if the_plan.experiments else None
+    if the_plan.experiments and writer is None:
+        return EXIT_FAILED
+    partition = console_partition(args)
+    pool = WorkerPool(partition) if the_plan.experiments else None
+
+    def make_runner(planned):
+        changed = dataclasses.replace(planned.axis.apply(base), name=f"{base.name} {planned.axis.name} B")
+        run_round = runner({"A": dataclasses.replace(base, name=f"{base.name} {planned.axis.name} A"),
+                            "B": changed}, writer, pool=pool, partition=partition)
+
+        def warm_round(side: str, k: int):
+            _wait_warm(pool, spec.engine)  # between rounds, never while one measures
+            return run_round(side, k)
+        return warm_round
+    try:
+        if pool is not None:
+            pool.prepare(spec.engine)
+        confirmation = run_confirmation(the_plan, make_runner, min(MIN_ROUNDS, args.confirm_max_rounds),
+                                        args.confirm_max_rounds, None if quiet else _progress)
+    finally:
+        if pool is not None:
+            pool.close()
+        if writer is not None:
+            writer.close()
+    confirmation["round_s"] = base.duration_s
+    report["confirmation"] = confirmation
+    stored = store(args, record, verdict, confirmation)
+    if stored:
+        print(f"labconsole: error: {stored}", file=sys.stderr)
+    return EXIT_FAILED if confirmation["outcome"] == "failed" or stored else EXIT_OK
+
+
+def round_spec(spec: Any, run8: str) -> Any:
+    """The analysed spec as a round: measured for min(ROUND_S, its duration) seconds, no fixed iteration count, no
+    until-stable, no profiling phase."""
+    options = spec.scenario_options
+    if dataclasses.is_dataclass(options) and getattr(options, "until_stable", False):
+        options = dataclasses.replace(options, until_stable=False, max_duration_s=None)
+    return dataclasses.replace(spec, duration_s=min(ROUND_S, float(spec.duration_s)), iterations=None,
+                               profile_iterations=None, scenario_options=options,
+                               name=f"confirm {run8 or spec.model}").validate()
+
+
+def store(args: argparse.Namespace, record: dict[str, Any], verdict: dict[str, Any],
+          confirmation: dict[str, Any]) -> str | None:
+    """Keep the confirmation beside the run's verdict (summary["bottleneck"]["confirmation"]); the problem, or
+    None when stored."""
+    from console.cli.common import db_path
+    from console.history import HistoryError, HistoryStore
+
+    run_id = record.get("run_id")
+    if not run_id:
+        return "the analysed run has no id: the confirmation was not stored"
+    try:
+        with HistoryStore(db_path(args)) as history:
+            history.set_summary_field(run_id, "bottleneck", {**verdict, "confirmation": confirmation})
+    except HistoryError as exc:
+        return f"the confirmation could not be stored with run {run_id[:8]} ({exc})"
+    return None
+
+
+def print_confirmation(confirmation: dict[str, Any]) -> None:
+    from console.analysis.confirm import lines
+
+    print()
+    for line in lines(confirmation):
+        print(f"  {line}")
+
+
+# ---- Private API
+def _wait_warm(pool: Any, engine: str, timeout_s: float = WARM_WAIT_S) -> None:
+    """Wait until the pool's spare has imported its engine (the session prepares one as each round ends): a
+    round handed a spare still starting could lose it half-way (its start-up objects go with the pool's
+    reference), and a round that waits here starts its clock only once its worker is ready anyway. After
+    `timeout_s` the round goes on, and spawns its own worker if need be."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while pool.states().get(engine) == "warming" and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _progress(planned: Any, event: dict[str, Any]) -> None:
+    if "side" in event:
+        _say(f"  {planned.axis.name}: round {event['round'] + 1} {event['side']}: {event['n']:,} iterations")
+    else:
+        low, high = event["result"]["ci95"]
+        said = {"yes": "inside", "no": "outside", "undecided": "neither inside nor outside"}[event["answer"]]
+        _say(f"  {planned.axis.name}: after {event['rounds']} rounds a side: ×{event['result']['ratio']:.3g} "
+             f"[{low:.3g}, {high:.3g}], {said} {planned.tested.cls}'s {_range(planned.tested)}")
+
+
+def _range(prediction: Any) -> str:
+    from console.analysis.confirm.experiment import range_text
+
+    return range_text(prediction.to_dict()["range"])
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--confirm-max-rounds takes a whole number ≥ 2, got {text!r}") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"--confirm-max-rounds must be ≥ 2 (a paired interval needs two rounds a "
+                                         f"side), got {value}")
+    return value

@@ -1,0 +1,139 @@
+"""Confirmation experiments judged on a fake round runner: each round's latencies come from a model of one
+bottleneck class (how its time responds to the axis), with seeded noise. A host-overhead verdict on
+host-overhead timings is confirmed; on compute timings it is refuted and the data names compute; timings that
+answer no class are "none of the classes"; noise wider than the predictions leaves it undecided at the cap."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from console.analysis.confirm import lines, plan_for, run_confirmation
+from console.analysis.confirm.experiment import question_for
+from console.analysis.confirm.predictions import Prediction
+from console.analysis.interleave import interleaved
+from engines.spec import RunSpec
+
+CARD = {"llc_bytes": 32 << 20}
+HOST_VERDICT = {"class": "host-overhead", "secondary": "compute", "confidence": 0.6,
+                "scores": {"host-overhead": 0.8, "compute": 0.3, "cache-resident": 0.2, "memory-bandwidth": 0.0},
+                "evidence": {}}
+OPS = [{"op": "aten::tanh", "calls": 1000, "time_s": 0.01, "bytes": 1000 * 128.0, "flops": 1000 * 16.0}]
+
+
+def host_like(planned) -> float:
+    """Time follows the op calls; the work per op does not matter; threads do not help."""
+    return planned.axis.scales["ops"]
+
+
+def compute_like(planned) -> float:
+    """Time follows the FLOPs; a second thread nearly halves it."""
+    return 0.55 if planned.axis.kind == "threads" else planned.axis.scales["flops"]
+
+
+def runner_for(model, spread: float = 0.02, seed: int = 7, base_ms: float = 2.0):
+    """make_runner: round k of side A takes base_ms, of side B base_ms × the model's ratio; each round's
+    latencies share a seeded machine-state factor (what pairs cancel) and carry per-iteration jitter."""
+    calls: list[tuple[str, int]] = []
+
+    def make(planned):
+        rng = np.random.default_rng(seed)
+        state = {}
+
+        def run_round(side: str, k: int) -> np.ndarray:
+            calls.append((side, k))
+            if k not in state:
+                state[k] = float(np.exp(rng.normal(0.0, 0.2)))  # the machine's state in pair k: both sides
+            ratio = model(planned) if side == "B" else 1.0
+            drift = float(np.exp(rng.normal(0.0, spread)))  # what differs between the two rounds of a pair
+            return base_ms * ratio * state[k] * drift * np.exp(rng.normal(0.0, 0.01, size=50))
+        return run_round
+    make.calls = calls
+    return make
+
+
+def host_plan():
+    return plan_for(HOST_VERDICT, RunSpec(model="synth-tiny-ops").validate(), {"ops": OPS}, CARD, worker_cores=1)
+
+
+def test_host_overhead_timings_confirm_a_host_overhead_verdict():
+    make = runner_for(host_like)
+    confirmation = run_confirmation(host_plan(), make, min_rounds=4, max_rounds=10)
+    assert confirmation["outcome"] == "confirmed"
+    assert confirmation["sentence"].startswith("confirmed: host-overhead over compute — rows ×4 ×")
+    (experiment,) = confirmation["experiments"]
+    assert experiment["outcome"] == "as predicted" and experiment["rounds"] == 4  # answered at the first look
+    assert 0.8 <= experiment["ci95"][0] and experiment["ci95"][1] <= 1.25
+    assert experiment["predicted"]["range"] == [0.8, 1.25] and experiment["rival"]["class"] == "compute"
+    assert json.loads(json.dumps(confirmation)) == confirmation  # stored as JSON with the run
+    assert make.calls[:4] == [("A", 0), ("B", 0), ("B", 1), ("A", 1)]  # interleaved A B B A
+
+
+def test_compute_timings_refute_a_host_overhead_verdict_and_name_compute():
+    confirmation = run_confirmation(host_plan(), runner_for(compute_like), min_rounds=4, max_rounds=10)
+    assert confirmation["outcome"] == "refuted"
+    assert confirmation["says"] == "compute"
+    assert confirmation["sentence"].startswith("refuted — the data says compute instead")
+    assert "rows ×4 ×3.98 [3.79, 4.19]" in confirmation["sentence"] and "host-overhead predicted ×0.8–1.25" in confirmation["sentence"]
+    # the cache-resident class predicts the same for this experiment, and is named as fitting too
+    assert confirmation["also_fits"] == ["cache-resident", "memory-bandwidth"]
+    assert confirmation["experiments"][0]["outcome"] == "not as predicted"
+
+
+def test_timings_no_class_predicts_are_none_of_the_classes():
+    confirmation = run_confirmation(host_plan(), runner_for(lambda planned: 1.8), min_rounds=4, max_rounds=10)
+    assert confirmation["outcome"] == "refuted" and confirmation["says"] == "none of the classes"
+    assert confirmation["sentence"].startswith("refuted — the data says none of the classes instead")
+
+
+def test_noise_wider_than_the_predictions_is_undecided_at_the_cap():
+    noisy = runner_for(lambda planned: 1.2, spread=0.6, seed=3)
+    confirmation = run_confirmation(host_plan(), noisy, min_rounds=4, max_rounds=6)
+    assert confirmation["outcome"] == "undecided"
+    (experiment,) = confirmation["experiments"]
+    assert experiment["outcome"] == "undecided" and experiment["rounds"] == 6 and experiment["max_rounds"] == 6
+    assert confirmation["sentence"].startswith("undecided at this machine's noise: rows ×4 reached [")
+    assert "(the cap is 6)" in experiment["sentence"]
+
+
+def test_a_failed_round_stops_the_confirmation_and_says_which():
+    def make(planned):
+        def run_round(side, k):
+            if k == 2:
+                raise RuntimeError("round 3 of B failed: out of memory")
+            return np.full(10, 1.0)
+        return run_round
+    confirmation = run_confirmation(host_plan(), make, min_rounds=4, max_rounds=6)
+    assert confirmation["outcome"] == "failed"
+    assert confirmation["failed"] == "rows ×4: round 3 of B failed: out of memory"
+
+
+def test_nothing_to_test_is_untestable_not_confirmed():
+    verdict = {"class": "input-pipeline", "secondary": None, "scores": {"input-pipeline": 0.9}, "evidence": {}}
+    the_plan = plan_for(verdict, RunSpec(model="mlp").validate(), {}, CARD, worker_cores=1)
+    confirmation = run_confirmation(the_plan, runner_for(host_like))
+    assert confirmation["outcome"] == "untestable" and confirmation["experiments"] == []
+    assert confirmation["sentence"].startswith("not tested: no intervention here tests input-pipeline")
+
+
+def test_lines_give_the_sentence_each_experiment_and_what_cannot_be_tested():
+    confirmation = run_confirmation(host_plan(), runner_for(host_like), min_rounds=4, max_rounds=10)
+    text = lines(confirmation)
+    assert text[0].startswith("confirmation: confirmed")
+    assert text[1].startswith("  rows ×4: ×") and "host-overhead predicted ×0.8–1.25 — as predicted" in text[1]
+    assert any(line.startswith("  cannot test threads ×2") for line in text)
+
+
+@pytest.mark.parametrize(("interval", "said"), [((0.9, 1.1), "yes"), ((1.3, 1.5), "no"), ((1.1, 1.4), "undecided")])
+def test_the_stopping_question_asks_inside_or_wholly_outside(interval, said):
+    ask = question_for(Prediction("host-overhead", 0.8, 1.25, ""))
+    assert ask({"ci95": list(interval)}) == said
+
+
+def test_interleave_takes_a_callable_question_and_stays_json():
+    result = interleaved(lambda side, k: np.full(5, 2.0 if side == "B" else 1.0) * (1 + 0.01 * k),
+                         question=lambda r: "yes", min_rounds=2, max_rounds=4)
+    assert result["answer"] == "yes" and result["rounds"] == 2 and result["question"] is None
+    assert json.dumps(result)
