@@ -7,6 +7,8 @@ One module per command; each has NAME, HELP, `add_arguments(parser)` and `main(a
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from collections.abc import Sequence
 
@@ -84,10 +86,19 @@ def _dispatch(argv: Sequence[str] | None) -> int:
 
 
 def _history_path(text: str) -> str:
-    """--db PATH: an empty PATH is refused (it silently meant the default history, a different file)."""
+    """--db PATH: an empty PATH is refused (it silently meant the default history, a different file), and so is
+    one the system cannot name (a 300-character file name: an OSError traceback further on)."""
     if not text:
         raise argparse.ArgumentTypeError(f"an empty path; give a history file, or leave --db out for the default "
                                          f"({paths.history_db(None)})")
+    try:
+        os.stat(os.path.expanduser(text))
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise argparse.ArgumentTypeError(f"{exc.strerror} ({len(os.fsencode(text)):,} bytes); give a shorter "
+                                             "path") from None
+    except ValueError:  # a NUL
+        raise argparse.ArgumentTypeError("a path cannot hold a NUL character") from None
     return text
 
 

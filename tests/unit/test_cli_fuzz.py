@@ -20,11 +20,12 @@ The contract, for every command line:
 In process, as the other CLI tests call it (a subprocess per example would cost half a second each), with
 standard output and error as the real ones are: UTF-8 text over bytes, strict on stdout and backslashreplace on
 stderr, so printing an undecodable path to stdout fails here as it would in a terminal. Commands that start runs
-(run, analyze, sweep) are cut where the run would begin: reaching the history writer (or, for analyze, the
-machine card measurement) means every check passed, and that counts as a success without running anything.
+(run, analyze, sweep) are cut where the run would begin: reaching the history writer (or a machine card
+measurement, for analyze and machine) means every check passed, and that counts as a success without running
+anything. Not here: demo without --check (the window), self-test, node and cluster (Ray), targets --refresh.
 Each example has 30 s (SIGALRM): a command that waits on a FIFO fails the example instead of hanging the suite.
 
-Bounded and derandomized in `make test` (FUZZ_PER_COMMAND examples per command, about 200 in all, under a minute);
+Bounded and derandomized in `make test` (10 examples per command, 190 in all, about 20 s);
 `make fuzz` sets FUZZ_EXAMPLES (5000 by default there) for a longer probe that CI does not run. The number of
 command lines tried, by command and exit status, is printed at the end of the module (`pytest -s`).
 """
@@ -53,10 +54,10 @@ from console.cli import main
 
 # ---- How many
 COMMANDS = ("history", "models", "compare", "export", "report", "regressions", "whatif", "rules", "baseline",
-            "import", "doctor", "make-data", "demo", "run", "analyze", "sweep")
+            "import", "doctor", "make-data", "demo", "run", "analyze", "sweep", "targets", "machine", "telemetry")
 READERS = {"history", "models", "compare", "export", "report", "regressions", "whatif", "rules", "doctor", "demo"}
 TOTAL = int(os.environ.get("FUZZ_EXAMPLES") or 0)
-FUZZ_PER_COMMAND = max(1, TOTAL // len(COMMANDS)) if TOTAL else 12
+FUZZ_PER_COMMAND = max(1, TOTAL // len(COMMANDS)) if TOTAL else 10
 FUZZ = settings(derandomize=True, max_examples=FUZZ_PER_COMMAND, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
 EXAMPLE_TIMEOUT_S = 30
@@ -140,7 +141,9 @@ def choice(*values):
 # Per command: its fixed words (a strategy of lists of Arg) and its options (flag -> strategy or None).
 # History readers also take --db; every command line gets the example's copy of the history unless --db is drawn.
 COMMON = {"--json": flag}
-SPEC_OPTIONS = {"--model": st.sampled_from(["mlp", "nope", ""]).map(Arg) | paths("input"),
+MODEL_FILES = ("model-fifo.onnx", "model-dir.pt2", "model-junk.onnx", "model-junk.pt2", "model-missing.onnx")
+SPEC_OPTIONS = {"--model": st.sampled_from(["mlp", "nope", ""]).map(Arg) | paths("input")
+                | st.sampled_from(MODEL_FILES).map(lambda name: P(name, name, "input")),
                 "--duration": numbers, "--batch": numbers, "--iterations": numbers, "--warmup": numbers,
                 "--threads": numbers, "--data-dir": paths("data-dir"), "--rules": paths("input"),
                 "--scenario": choice("single-stream", "input-pipeline", "server", "nope"), "--qps": numbers}
@@ -185,8 +188,15 @@ COMMAND_LINES = {
     "analyze": (_fixed(), {**COMMON, **SPEC_OPTIONS, "--trace": paths("trace")}),
     "sweep": (_fixed(), {**COMMON, **{k: v for k, v in SPEC_OPTIONS.items() if k != "--batch"},
                          "--batch": choice("1,2", "1", "0,1", "nan", "", "1..4", "1,1")}),
+    "targets": (_fixed(), COMMON),  # not --refresh: a discovery costs seconds
+    "machine": (_fixed(), {**COMMON, "--target": choice("cpu", "cuda", "cuda:7", "tpu", ""), "--refresh": flag,
+                           "--storage": paths("input"), "--repeats": numbers, "--quick": flag}),
+    "telemetry": (_fixed(), {"--json": flag, "--seconds": words(BAD_NUMBERS + ("0.05", "-1", "0", "1e9"),
+                                                                lambda v: "bad-number" if v in BAD_NUMBERS else "",
+                                                                "number"),
+                             "--rate": numbers, "--source": choice("psutil", "rapl", "nvml", "nope", "")}),
 }
-NO_DB = {"doctor", "make-data", "rules"}
+NO_DB = {"doctor", "make-data", "rules", "telemetry"}
 DB_USERS = {"history", "compare", "export", "report", "regressions", "whatif", "baseline", "import", "run", "analyze",
             "sweep"}  # models and demo --check take --db but never open it
 
@@ -260,6 +270,10 @@ def _make_folder(root: Path, template: Path) -> Path:
     (folder / "playlist.json").write_text('{"items": [{"name": "mlp", "run": {"model": "mlp", "duration_s": 1}}]}\n')
     (folder / "spec.json").write_text('{"model": "mlp", "duration_s": 1, "warmup_s": 0.2}\n')
     os.mkfifo(folder / "fifo")
+    os.mkfifo(folder / "model-fifo.onnx")
+    (folder / "model-dir.pt2").mkdir()
+    (folder / "model-junk.onnx").write_text("not a model\n")
+    (folder / "model-junk.pt2").write_bytes(b"PK\x03\x04 not really a zip")
     os.mknod(folder / "chardev", 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # reads nothing, swallows writes
     (folder / "link-to-chardev").symlink_to(folder / "chardev")
     (folder / "db").mkdir()
@@ -311,10 +325,15 @@ class _WouldRun(BaseException):
     """run, analyze or sweep passed every check and would now start the run."""
 
 
+def _would_measure(*args, **kwargs):
+    raise _WouldRun
+
+
 @pytest.fixture(scope="module")
 def no_runs():
     """run, analyze and sweep stop where the work would begin: once the history writer opened (a history that
-    cannot be opened is still their refusal), before the run; analyze measures no machine card."""
+    cannot be opened is still their refusal), before the run; analyze and machine measure no machine card."""
+    from console import machine
     from console.cli import analyze_cmd, common, run_cmd, sweep_cmd
 
     def open_then_stop(args):
@@ -328,6 +347,7 @@ def no_runs():
         for module in (run_cmd, analyze_cmd, sweep_cmd):
             patch.setattr(module, "open_writer", open_then_stop)
         patch.setattr(analyze_cmd, "_machine_card", lambda target, args: (None, "not measured in the fuzz test"))
+        patch.setattr(machine, "measure", _would_measure)
         yield
 
 

@@ -115,3 +115,11 @@ def test_an_undecodable_file_name_is_printed_as_its_bytes(tmp_path, monkeypatch,
 def test_an_empty_db_path_is_a_usage_error_not_the_default_history(capsys):
     code, err = _run(capsys, "history", "--db", "")
     assert code == 2 and "argument --db: an empty path" in err
+
+
+@pytest.mark.parametrize("command", [["history"], ["whatif", "abcd"], ["run", "--model", "mlp"]])
+def test_a_db_path_the_system_cannot_name_is_a_usage_error(tmp_path, capsys, command):
+    """A 300-character --db name was an OSError traceback (ENAMETOOLONG from the history's path checks)."""
+    code, err = _run(capsys, *command, "--db", str(tmp_path / ("h" * 300)))
+    assert code == 2 and "argument --db: File name too long" in err
+    assert list(tmp_path.iterdir()) == []
