@@ -196,3 +196,32 @@ def test_the_footprints_are_the_graphs_own_counts():
     stream = footprint("synth-stream", {"rows": 16384, "features": 1024, "passes": 4}, 1)
     assert stream.bytes == 2 * 4 * 16384 * 1024 * 4
     assert footprint("resnet18", {}, 1) is None
+
+
+def test_a_verdict_without_a_runner_up_is_tested_against_the_class_the_cheapest_change_excludes():
+    # synth-gemm called compute with every other score 0: memory-bandwidth would need rows ×32 to tell apart
+    v = {"class": "compute", "secondary": None, "evidence": {},
+         "scores": {"compute": 0.675, "memory-bandwidth": 0.0, "cache-resident": 0.0, "host-overhead": 0.0}}
+    ops = [{"op": "aten::linear", "calls": 20, "time_s": 1.1, "bytes": 31457280.0, "flops": 1342177280.0}]
+    gemm = spec("synth-gemm", model_params={"rows": 128, "features": 512, "layers": 2}, threads=1)
+    one_core = plan_for(v, gemm, {"ops": ops}, CARD, worker_cores=1)
+    assert one_core.rival == "host-overhead" and [e.axis.name for e in one_core.experiments] == ["rows ×4"]
+    assert "no runner-up named: tested against host-overhead, which the cheapest change can exclude" \
+        in one_core.untestable
+    two_cores = plan_for(v, gemm, {"ops": ops}, CARD, worker_cores=2)
+    assert [e.axis.name for e in two_cores.experiments] == ["rows ×4", "threads ×2"]
+
+
+def test_a_named_runner_up_is_kept_when_some_change_tells_them_apart():
+    v = verdict("compute", "memory-bandwidth")
+    gemm = spec("synth-gemm", model_params={"rows": 128, "features": 512, "layers": 2}, threads=1)
+    ops = [{"op": "aten::linear", "calls": 20, "time_s": 1.1, "bytes": 31457280.0, "flops": 1342177280.0}]
+    the_plan = plan_for(v, gemm, {"ops": ops}, CARD, worker_cores=1)
+    assert the_plan.rival == "memory-bandwidth"  # rows ×32 does tell them apart: a named runner-up is kept
+    assert [e.axis.name for e in the_plan.experiments] == ["rows ×32"]
+    tiny = plan_for(verdict("host-overhead", "memory-bandwidth"), spec("synth-tiny-ops", model_params={"rows": 1}),
+                    {"ops": OPS_TINY}, CARD, worker_cores=1)
+    assert tiny.rival == "memory-bandwidth" and [e.axis.name for e in tiny.experiments] == ["rows ×2"]
+
+
+OPS_TINY = [{"op": "aten::tanh", "calls": 1000, "time_s": 0.01, "bytes": 1000 * 128.0, "flops": 1000 * 16.0}]

@@ -223,10 +223,11 @@ def _threads_axis(spec: Any, record: dict[str, Any], worker_cores: int | None, f
         found.untestable.append("threads ×2: how many threads the run used, or cores the worker had, is unknown")
         return
     if 2 * threads > cores:
+        fix = f"analyse with --threads {cores // 2}, or give" if cores >= 2 else "give"
         found.untestable.append(f"threads ×2: the run used {threads} thread{'s' if threads != 1 else ''} and the "
                                 f"worker has {cores} physical core{'s' if cores != 1 else ''}; twice the threads "
-                                "would share cores (fix: analyse with --threads "
-                                f"{max(1, cores // 2)}, or give the worker more cores)")
+                                f"would share cores (fix: {fix} the worker more cores: fewer --console-cores, or a "
+                                "larger machine)")
         return
     found.axes.append(Axis("threads ×2", "threads", 2.0,
                            {"flops": 1.0, "bytes": 1.0, "ops": 1.0, "working_set": 1.0, "threads": 2.0},

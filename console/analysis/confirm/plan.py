@@ -76,13 +76,25 @@ def plan(verdict: dict[str, Any], axes: Axes, context: Context | None = None,
         return out
     said: set[str] = set()
     chosen = _decisive(tested, rival, axes, context, out, said)
-    if not any(chosen.values()):  # the runner-up cannot be told apart: the next class by score that can
-        for other in _rivals(verdict, tested, exclude=rival):
-            found = _decisive(tested, other, axes, context, Plan(out.verdict_class, tested, other), set())
-            if any(found.values()):
-                out.untestable.append(f"no change tells {tested} from {rival}: tested against {other} instead")
-                out.rival, chosen = other, found
-                break
+    named = verdict.get("secondary") == rival
+    if not any(chosen.values()) or not named:
+        # No runner-up named, or one no change can tell apart: the class the cheapest decisive change excludes
+        # (ties: the higher score), so a verdict is still tested on its own prediction.
+        options = []
+        for other in [rival, *_rivals(verdict, tested, exclude=rival)]:
+            found = chosen if other == rival else _decisive(tested, other, axes, context,
+                                                            Plan(out.verdict_class, tested, other), set())
+            cost = min((_cost(axis) for kind in KINDS for axis, _, _ in found[kind]), default=None)
+            if cost is not None:
+                options.append((cost, -scores.get(other, 0.0), _rivals(verdict, tested, "").index(other), other,
+                                found))
+        if options:
+            _, _, _, other, found = min(options, key=lambda o: o[:3])
+            if other != rival:
+                out.untestable.append(f"no runner-up named: tested against {other}, which the cheapest change "
+                                      "can exclude" if not named else
+                                      f"no change tells {tested} from {rival}: tested against {other} instead")
+            out.rival, chosen = other, found
     for kind in KINDS:
         candidates = chosen[kind]
         if not candidates:
@@ -90,12 +102,13 @@ def plan(verdict: dict[str, Any], axes: Axes, context: Context | None = None,
                 out.untestable.append(f"{kind}: no change of this kind tells {tested} from {out.rival} (their "
                                       "predicted ranges overlap)")
             continue
-        axis, mine, theirs = min(candidates, key=lambda c: c[0].factor)
+        axis, mine, theirs = min(candidates, key=lambda c: (c[0].factor, c[0].name))
         if len(out.experiments) < max_experiments:
             everyone = {name: p for name in PREDICTABLE if isinstance(p := predict(name, axis, context), Prediction)}
             out.experiments.append(Planned(axis, mine, theirs, everyone))
     if not out.experiments:
         out.reason = f"no intervention this model allows tells {tested} from {rival} or any other class"
+
     return out
 
 
@@ -114,6 +127,11 @@ def _decisive(tested: str, rival: str, axes: Axes, context: Context, out: Plan,
                 and separation(mine, theirs) >= MIN_SEPARATION:
             by_kind[axis.kind].append((axis, mine, theirs))
     return by_kind
+
+
+def _cost(axis: Axis) -> float:
+    """How much longer a call of the changed configuration takes, roughly: the data or op factor (threads: 1)."""
+    return 1.0 if axis.kind == "threads" else float(axis.factor)
 
 
 def _rivals(verdict: dict[str, Any], tested: str, exclude: str) -> list[str]:
