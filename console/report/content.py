@@ -87,7 +87,8 @@ def gather(store: Any, run_ids: list[str], sweep_id: str | None = None) -> Repor
         if run is None:
             raise ReportError(f"there is no run {run_id!r} in {store.path}: check the id (`labconsole history` "
                               "lists them)")
-        runs.append(run)
+        if all(run["run_id"] != seen["run_id"] for seen in runs):  # a prefix and the whole id: one run, once
+            runs.append(run)
     views = [_view(store, run, _letter(i), with_series=sweep is None or len(runs) <= MAX_RUNS)
              for i, run in enumerate(runs)]
     kind = "sweep" if sweep is not None else ("comparison" if len(views) > 1 else "run")

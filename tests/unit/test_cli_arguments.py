@@ -208,3 +208,10 @@ def test_a_trace_that_cannot_be_written_after_the_run_is_exit_1_not_a_warning(tm
     assert stat.S_ISCHR(full.lstat().st_mode)
     with HistoryStore(db) as store:
         assert [run["status"] for run in store.list_runs()] == ["completed"]
+
+
+def test_report_names_a_run_once_however_it_is_written(lab, tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", LONE[:4], LONE, LONE[:6], "--out", str(out), "--json", "--db", str(lab)]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["kind"] == "run", "one run, not a comparison of a run with itself"
