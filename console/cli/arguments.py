@@ -26,7 +26,8 @@ __all__ = ["DATE_FORMS", "date_bound", "history_failure", "data_dir_problem"]
 
 DATE_FORMS = ("an ISO date or date-time: 2026-11-01, 2026-11-01T14:30, 2026-11-01T14:30:05Z or "
               "2026-11-01T14:30+02:00 (a time without an offset is UTC; a date alone is its 00:00 UTC)")
-_ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:\d{2})?)?")
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:\d{2})?)?",
+                  re.ASCII)  # ASCII digits only: '٢٠٢٦-١١-٠١' is refused, not read as a date
 STORED_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # console.history.schema.utc_now: text order is time order
 
 

@@ -54,7 +54,7 @@ def test_iso_dates_become_utc_bounds_in_the_historys_own_format(text, stored):
 
 
 @pytest.mark.parametrize("text", ["notadate", "2026-13-45", "2026-02-30", "yesterday", "7d", "11/01/2026",
-                                  "2026-11-01T25:00", "", "2026-11-01Tfoo"])
+                                  "2026-11-01T25:00", "", "2026-11-01Tfoo", "٢٠٢٦-١١-٠١"])
 def test_anything_else_is_refused_naming_the_accepted_forms(text):
     with pytest.raises(argparse.ArgumentTypeError, match="ISO date or date-time: 2026-11-01"):
         date_bound(text)
