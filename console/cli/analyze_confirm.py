@@ -54,8 +54,7 @@ def confirm(args: argparse.Namespace, spec: Any, record: dict[str, Any], report:
              + ("; ".join(f"{p.axis.name} (predicted {_range(p.tested)}, {p.rival.cls} {_range(p.rival)})"
                           for p in the_plan.experiments) or the_plan.reason or "nothing to run"))
     base = round_spec(spec, record.get("run_id", "")[:8])
-    from console.cli.common import console_partition, open_writer
-    from console.cli.compare_rounds import runner
+    from console.cli.common import console_partition, db_path, open_writer
     from console.worker_pool import WorkerPool
 
     writer = open_writer(args) if the_plan.experiments else None
@@ -64,20 +63,12 @@ def confirm(args: argparse.Namespace, spec: Any, record: dict[str, Any], report:
     partition = console_partition(args)
     pool = WorkerPool(partition) if the_plan.experiments else None
 
-    def make_runner(planned):
-        changed = dataclasses.replace(planned.axis.apply(base), name=f"{base.name} {planned.axis.name} B")
-        run_round = runner({"A": dataclasses.replace(base, name=f"{base.name} {planned.axis.name} A"),
-                            "B": changed}, writer, pool=pool, partition=partition)
-
-        def warm_round(side: str, k: int):
-            _wait_warm(pool, spec.engine)  # between rounds, never while one measures
-            return run_round(side, k)
-        return warm_round
     try:
         if pool is not None:
             pool.prepare(spec.engine)
-        confirmation = run_confirmation(the_plan, make_runner, min(MIN_ROUNDS, args.confirm_max_rounds),
-                                        args.confirm_max_rounds, None if quiet else _progress)
+        confirmation = run_confirmation(the_plan, round_runners(base, writer, pool, partition),
+                                        min(MIN_ROUNDS, args.confirm_max_rounds), args.confirm_max_rounds,
+                                        None if quiet else _progress)
     finally:
         if pool is not None:
             pool.close()
@@ -85,7 +76,7 @@ def confirm(args: argparse.Namespace, spec: Any, record: dict[str, Any], report:
             writer.close()
     confirmation["round_s"] = base.duration_s
     report["confirmation"] = confirmation
-    stored = store(args, record, verdict, confirmation)
+    stored = store(db_path(args), record.get("run_id"), verdict, confirmation)
     if stored:
         print(f"labconsole: error: {stored}", file=sys.stderr)
     return EXIT_FAILED if confirmation["outcome"] == "failed" or stored else EXIT_OK
@@ -102,18 +93,34 @@ def round_spec(spec: Any, run8: str) -> Any:
                                name=f"confirm {run8 or spec.model}").validate()
 
 
-def store(args: argparse.Namespace, record: dict[str, Any], verdict: dict[str, Any],
-          confirmation: dict[str, Any]) -> str | None:
-    """Keep the confirmation beside the run's verdict (summary["bottleneck"]["confirmation"]); the problem, or
-    None when stored."""
-    from console.cli.common import db_path
+def round_runners(base: Any, writer: Any, pool: Any = None, partition: Any = None):
+    """make_runner(planned) for console.analysis.confirm.run_confirmation: the original (`base`, a round_spec)
+    as A and the planned change as B, each round a RunSession through console.cli.compare_rounds.runner (a round
+    that fails raises RoundFailed, a RuntimeError), waiting for the pool's spare to be warm between rounds."""
+    from console.cli.compare_rounds import runner
+
+    def make_runner(planned: Any):
+        changed = dataclasses.replace(planned.axis.apply(base), name=f"{base.name} {planned.axis.name} B")
+        run_round = runner({"A": dataclasses.replace(base, name=f"{base.name} {planned.axis.name} A"),
+                            "B": changed}, writer, pool=pool, partition=partition)
+
+        def warm_round(side: str, k: int):
+            if pool is not None:
+                _wait_warm(pool, base.engine)  # between rounds, never while one measures
+            return run_round(side, k)
+        return warm_round
+    return make_runner
+
+
+def store(db: Any, run_id: str | None, verdict: dict[str, Any], confirmation: dict[str, Any]) -> str | None:
+    """Keep the confirmation beside the run's verdict (summary["bottleneck"]["confirmation"]) in the history at
+    `db`; the problem, or None when stored."""
     from console.history import HistoryError, HistoryStore
 
-    run_id = record.get("run_id")
     if not run_id:
         return "the analysed run has no id: the confirmation was not stored"
     try:
-        with HistoryStore(db_path(args)) as history:
+        with HistoryStore(db) as history:
             history.set_summary_field(run_id, "bottleneck", {**verdict, "confirmation": confirmation})
     except HistoryError as exc:
         return f"the confirmation could not be stored with run {run_id[:8]} ({exc})"

@@ -181,6 +181,9 @@ def test_inconclusive_tests_its_two_leading_classes():
     v = {"class": "inconclusive", "secondary": "compute",
          "scores": {"compute": 0.55, "memory-bandwidth": 0.0, "cache-resident": 0.1, "host-overhead": 0.5}}
     assert leading_pair(v) == ("compute", "host-overhead")
+    the_plan = plan_for(v, spec("synth-tiny-ops"), {}, CARD, worker_cores=1)
+    assert (the_plan.tested, the_plan.rival) == ("compute", "host-overhead")
+    assert [(e.axis.name, e.rival.cls) for e in the_plan.experiments] == [("rows ×4", "host-overhead")]
 
 
 def test_a_verdict_no_intervention_can_test_says_so():
@@ -198,7 +201,7 @@ def test_the_footprints_are_the_graphs_own_counts():
     assert footprint("resnet18", {}, 1) is None
 
 
-def test_a_verdict_without_a_runner_up_is_tested_against_the_class_the_cheapest_change_excludes():
+def test_a_verdict_without_a_runner_up_is_tested_against_what_cheap_changes_can_exclude():
     # synth-gemm called compute with every other score 0: memory-bandwidth would need rows ×32 to tell apart
     v = {"class": "compute", "secondary": None, "evidence": {},
          "scores": {"compute": 0.675, "memory-bandwidth": 0.0, "cache-resident": 0.0, "host-overhead": 0.0}}
@@ -206,10 +209,11 @@ def test_a_verdict_without_a_runner_up_is_tested_against_the_class_the_cheapest_
     gemm = spec("synth-gemm", model_params={"rows": 128, "features": 512, "layers": 2}, threads=1)
     one_core = plan_for(v, gemm, {"ops": ops}, CARD, worker_cores=1)
     assert one_core.rival == "host-overhead" and [e.axis.name for e in one_core.experiments] == ["rows ×4"]
-    assert "no runner-up named: tested against host-overhead, which the cheapest change can exclude" \
+    assert "no runner-up named: tested against the classes a change can exclude (host-overhead)" in one_core.untestable
+    assert "memory-bandwidth: no change this model allows (data ×8 at most) tells it from compute" \
         in one_core.untestable
     two_cores = plan_for(v, gemm, {"ops": ops}, CARD, worker_cores=2)
-    assert [e.axis.name for e in two_cores.experiments] == ["rows ×4", "threads ×2"]
+    assert [e.axis.name for e in two_cores.experiments] == ["threads ×2", "rows ×4"]  # the cheaper first
 
 
 def test_a_named_runner_up_is_kept_when_some_change_tells_them_apart():
@@ -225,3 +229,14 @@ def test_a_named_runner_up_is_kept_when_some_change_tells_them_apart():
 
 
 OPS_TINY = [{"op": "aten::tanh", "calls": 1000, "time_s": 0.01, "bytes": 1000 * 128.0, "flops": 1000 * 16.0}]
+
+
+def test_without_a_runner_up_the_changes_that_exclude_the_most_classes_are_taken():
+    # the MLP called cache-resident with nothing else scored: a larger batch excludes compute, threads host overhead
+    v = {"class": "cache-resident", "secondary": None, "evidence": {"working_set_mb": 2.64, "llc_mb": 33.6},
+         "scores": {"cache-resident": 1.0, "compute": 0.0, "memory-bandwidth": 0.0, "host-overhead": 0.0}}
+    the_plan = plan_for(v, spec("mlp", threads=1), {}, CARD, worker_cores=2)
+    assert [(e.axis.name, e.rival.cls) for e in the_plan.experiments] == [("threads ×2", "host-overhead"),
+                                                                          ("batch ×4", "compute")]
+    assert "no runner-up named: tested against the classes a change can exclude (compute, host-overhead)" \
+        in the_plan.untestable

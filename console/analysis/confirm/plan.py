@@ -6,8 +6,9 @@ at least MIN_SEPARATION apart, so a measured interval of ordinary width lands in
 axis (data, ops, threads) the smallest decisive change is taken (the cheapest to run), up to `max_experiments`.
 For an inconclusive verdict the two leading classes are tested against each other (the first is the one tested);
 for a decided one, the verdict against its runner-up (or, when it names none, the predictable class scored next).
-When no change this model allows tells the two apart, the next class by score that one does is the rival
-instead, and the plan says so: a verdict is still tested on its own prediction, against what can be excluded.
+When the verdict names no runner-up (or no change tells it apart), the plan takes the changes that exclude the
+most other classes (one per kind, the cheapest on a tie, data no more than ×8) and says so: a verdict is still
+tested on its own prediction, against everything a change can exclude.
 What cannot be planned says why: the model has no such axis, a class makes no prediction for it, or the two
 predictions overlap.
 """
@@ -23,6 +24,7 @@ from console.analysis.confirm.predictions import PREDICTABLE, Context, Predictio
 
 MIN_SEPARATION = 1.1  # the ranges lie at least 10% apart (ratio of one's low to the other's high)
 MAX_EXPERIMENTS = 2
+COVER_MAX_FACTOR = 8  # without a named runner-up, no data change that makes a call more than ~8× as long
 KINDS = ("data", "ops", "threads")
 
 
@@ -76,40 +78,66 @@ def plan(verdict: dict[str, Any], axes: Axes, context: Context | None = None,
         return out
     said: set[str] = set()
     chosen = _decisive(tested, rival, axes, context, out, said)
-    named = verdict.get("secondary") == rival
-    if not any(chosen.values()) or not named:
-        # No runner-up named, or one no change can tell apart: the class the cheapest decisive change excludes
-        # (ties: the higher score), so a verdict is still tested on its own prediction.
-        options = []
-        for other in [rival, *_rivals(verdict, tested, exclude=rival)]:
-            found = chosen if other == rival else _decisive(tested, other, axes, context,
-                                                            Plan(out.verdict_class, tested, other), set())
-            cost = min((_cost(axis) for kind in KINDS for axis, _, _ in found[kind]), default=None)
-            if cost is not None:
-                options.append((cost, -scores.get(other, 0.0), _rivals(verdict, tested, "").index(other), other,
-                                found))
-        if options:
-            _, _, _, other, found = min(options, key=lambda o: o[:3])
-            if other != rival:
-                out.untestable.append(f"no runner-up named: tested against {other}, which the cheapest change "
-                                      "can exclude" if not named else
-                                      f"no change tells {tested} from {rival}: tested against {other} instead")
-            out.rival, chosen = other, found
-    for kind in KINDS:
-        candidates = chosen[kind]
-        if not candidates:
-            if any(axis.kind == kind for axis in axes.axes):
-                out.untestable.append(f"{kind}: no change of this kind tells {tested} from {out.rival} (their "
-                                      "predicted ranges overlap)")
-            continue
-        axis, mine, theirs = min(candidates, key=lambda c: (c[0].factor, c[0].name))
-        if len(out.experiments) < max_experiments:
-            everyone = {name: p for name in PREDICTABLE if isinstance(p := predict(name, axis, context), Prediction)}
-            out.experiments.append(Planned(axis, mine, theirs, everyone))
+    named = verdict.get("secondary") == rival or verdict.get("class") == INCONCLUSIVE  # the two leading classes
+    if named and any(chosen.values()):
+        for kind in KINDS:
+            candidates = chosen[kind]
+            if not candidates:
+                if any(axis.kind == kind for axis in axes.axes):
+                    out.untestable.append(f"{kind}: no change of this kind tells {tested} from {rival} (their "
+                                          "predicted ranges overlap)")
+                continue
+            axis, mine, theirs = min(candidates, key=lambda c: (c[0].factor, c[0].name))
+            if len(out.experiments) < max_experiments:
+                out.experiments.append(Planned(axis, mine, theirs, _everyone(axis, context)))
+    else:
+        _cover(tested, rival if named else None, axes, context, out, scores, max_experiments)
     if not out.experiments:
         out.reason = f"no intervention this model allows tells {tested} from {rival} or any other class"
 
     return out
+
+
+def _cover(tested: str, named: str | None, axes: Axes, context: Context, out: Plan, scores: dict[str, float],
+           max_experiments: int) -> None:
+    """No runner-up named, or one no change separates: the changes (one per kind, data ≤ ×COVER_MAX_FACTOR) that
+    exclude the most other classes, greedily, cheapest first on a tie; each names as its rival the best-scored
+    class it excludes that no earlier one did."""
+    others = [c for c in PREDICTABLE if c != tested]
+    options = []
+    for axis in axes.axes:
+        mine = predict(tested, axis, context)
+        if axis.kind == "data" and axis.factor > COVER_MAX_FACTOR or not isinstance(mine, Prediction):
+            continue
+        apart = {c: p for c in others if isinstance(p := predict(c, axis, context), Prediction)
+                 and separation(mine, p) >= MIN_SEPARATION}
+        if apart:
+            options.append((axis, mine, apart))
+    uncovered, kinds = set(others), set()
+    while len(out.experiments) < max_experiments:
+        pool = [o for o in options if o[0].kind not in kinds]
+        if not pool:
+            break
+        axis, mine, apart = min(pool, key=lambda o: (-len(set(o[2]) & uncovered), _cost(o[0]), o[0].name))
+        fresh = [c for c in apart if c in uncovered] or list(apart)
+        rival = min(fresh, key=lambda c: (-scores.get(c, 0.0), PREDICTABLE.index(c)))
+        out.experiments.append(Planned(axis, mine, apart[rival], _everyone(axis, context)))
+        uncovered -= set(apart)
+        kinds.add(axis.kind)
+    if not out.experiments:
+        return
+    out.rival = out.experiments[0].rival.cls
+    excluded = [c for c in others if c not in uncovered]
+    lead = f"no change tells {tested} from {named}" if named else "no runner-up named"
+    out.untestable.append(f"{lead}: tested against the classes a change can exclude ({', '.join(excluded)})")
+    for cls in others:
+        if cls in uncovered and cls != named:
+            out.untestable.append(f"{cls}: no change this model allows (data ×{COVER_MAX_FACTOR} at most) tells it "
+                                  f"from {tested}")
+
+
+def _everyone(axis: Axis, context: Context) -> dict[str, Prediction]:
+    return {name: p for name in PREDICTABLE if isinstance(p := predict(name, axis, context), Prediction)}
 
 
 def _decisive(tested: str, rival: str, axes: Axes, context: Context, out: Plan,
@@ -132,12 +160,6 @@ def _decisive(tested: str, rival: str, axes: Axes, context: Context, out: Plan,
 def _cost(axis: Axis) -> float:
     """How much longer a call of the changed configuration takes, roughly: the data or op factor (threads: 1)."""
     return 1.0 if axis.kind == "threads" else float(axis.factor)
-
-
-def _rivals(verdict: dict[str, Any], tested: str, exclude: str) -> list[str]:
-    scores = {k: float(v) for k, v in (verdict.get("scores") or {}).items() if isinstance(v, (int, float))}
-    return sorted((k for k in PREDICTABLE if k not in (tested, exclude)),
-                  key=lambda k: (-scores.get(k, 0.0), PREDICTABLE.index(k)))
 
 
 def leading_pair(verdict: dict[str, Any]) -> tuple[str | None, str | None]:
