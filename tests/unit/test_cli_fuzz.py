@@ -109,21 +109,27 @@ PATH_KINDS = {
     "regular": "existing.out", "text-as-db": "regular.txt", "too-long": "x" * 300 + ".html",
     "too-deep": "/".join(["d" * 200] * 22) + "/new.html", "undecodable": os.fsdecode(b"caf\xe9\xff.html"),
     "empty": "", "dash": "-", "datadir": "data", "playlist": "playlist.json", "spec": "spec.json",
+    "fulldev": "fulldev",  # like /dev/full: every write fails. Only where a file is written (reading it never ends)
 }
 UNNAMEABLE = {"too-long", "too-deep", "empty"}
 NOT_WRITABLE_FILES = {"dir", "empty-dir", "parent-is-file", *UNNAMEABLE}
 NOT_HISTORIES = {"dir", "empty-dir", "parent-is-file", "fifo", "chardev", "link-to-chardev", "regular",
                  "text-as-db", "datadir", "playlist", *UNNAMEABLE}
-NODES = ("fifo", "chardev")
+NODES = ("fifo", "chardev", "fulldev")
 MISSING = {"missing", "missing-html", "missing-pdf", "missing-db", "missing-parent", "undecodable"}
 
 
-def paths(role: str, kinds=tuple(PATH_KINDS)):
+def paths(role: str, kinds=tuple(k for k in PATH_KINDS if k != "fulldev")):
     return st.sampled_from(sorted(kinds)).map(lambda kind: P(PATH_KINDS[kind], kind, role))
 
 
 def words(values, kind_of, role=""):
     return st.sampled_from(values).map(lambda v: Arg(v, kind_of(v), role=role))
+
+
+WRITABLE = ("missing-html", "missing-pdf", "missing", "regular", "dash", "chardev", "link-to-chardev", "undecodable",
+            "fulldev")
+out_paths = paths("out", WRITABLE) | paths("out")  # half of them a place a file can go
 
 
 numbers = words(NUMBERS, lambda v: "bad-number" if v in BAD_NUMBERS else "number", "number")
@@ -164,8 +170,9 @@ COMMAND_LINES = {
                                      "--fail-on": choice("slower", "faster", "different", "worse")}),
     "export": (st.lists(refs, min_size=1, max_size=3),
                {**COMMON, "--format": choice("csv", "json", "trace", "xml"), "--summary": flag,
-                "--out": paths("out")}),
-    "report": (st.lists(refs, max_size=3), {**COMMON, "--out": paths("out"), "--sweep": refs,
+                "--out": out_paths}),
+    "report": (st.tuples(st.lists(refs, max_size=3), out_paths).map(lambda t: [*t[0], Arg("--out"), t[1]]),
+               {**COMMON, "--sweep": refs,
                                             "--page": choice("a4", "letter", "a3")}),
     "regressions": (_fixed(), {**COMMON, "--since": dates, "--threshold": numbers, "--alpha": numbers,
                                "--improvements": flag}),
@@ -216,10 +223,8 @@ def command_lines(draw, name: str) -> list[Arg]:
         argv += [Arg("--count"), Arg("2", "number", role="number")]
     if name == "demo":
         argv.append(Arg("--check"))  # without it a playable playlist opens the full-screen window
-    if name == "report" and not any(a.value == "--out" for a in argv) and draw(st.integers(0, 9)):
-        argv += [Arg("--out"), draw(paths("out"))]
     if name not in NO_DB:
-        if draw(st.integers(0, 9)) == 0:
+        if draw(st.sampled_from(["the history"] * 9 + ["a hostile --db"])) != "the history":
             argv += [Arg("--db"), draw(paths("db"))]
         else:
             argv += [Arg("--db"), Arg("HISTORY", "history", role="db")]
@@ -276,6 +281,7 @@ def _make_folder(root: Path, template: Path) -> Path:
     (folder / "model-junk.pt2").write_bytes(b"PK\x03\x04 not really a zip")
     os.mknod(folder / "chardev", 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # reads nothing, swallows writes
     (folder / "link-to-chardev").symlink_to(folder / "chardev")
+    os.mknod(folder / "fulldev", 0o666 | stat.S_IFCHR, os.makedev(1, 7))
     (folder / "db").mkdir()
     shutil.copyfile(template, folder / "db" / "history.db")
     return folder
@@ -395,7 +401,7 @@ def _problems(name: str, args: list[Arg], outcome: Outcome, before: dict, after:
     if not isinstance(code, int) or code not in (0, 1, 2, 3):
         return [f"exit {code!r}"]
     for stream, text in (("stderr", outcome.err), ("stdout", outcome.out)):
-        if "Traceback (most recent call last)" in text:
+        if "Traceback (most recent call last)" in text or "Exception ignored" in text:
             problems.append(f"a traceback on {stream}")
     answers = name in ("compare", "regressions") and code in (1, 3)  # the answer (or why none) is the document
     if code and not (outcome.err.strip() or (answers and outcome.out.strip())):
