@@ -137,3 +137,30 @@ def test_interleave_takes_a_callable_question_and_stays_json():
                          question=lambda r: "yes", min_rounds=2, max_rounds=4)
     assert result["answer"] == "yes" and result["rounds"] == 2 and result["question"] is None
     assert json.dumps(result)
+
+
+def measured(planned, ratio, low, high, outcome):
+    return {**planned.to_dict(), "ratio": ratio, "ci95": [low, high], "rounds": 10, "max_rounds": 10,
+            "outcome": outcome, "sentence": "…"}
+
+
+def test_a_class_merely_not_ruled_out_is_not_said_to_be_what_the_data_shows():
+    from console.analysis.confirm import judge
+
+    the_plan = host_plan()
+    (planned,) = the_plan.experiments  # rows ×4: host-overhead ×0.8–1.25, compute and cache ×2.4–6
+    wide = judge(the_plan, [measured(planned, 2.0, 1.4, 2.9, "not as predicted")])
+    assert wide["outcome"] == "refuted" and wide["shown"] is False
+    assert wide["sentence"].startswith("refuted — of the classes only compute and cache-resident are not ruled out "
+                                       "(the data does not yet show it): rows ×4 ×2 [1.4, 2.9]")
+    inside = judge(the_plan, [measured(planned, 3.9, 3.5, 4.3, "not as predicted")])
+    assert inside["shown"] is True and inside["sentence"].startswith("refuted — the data says compute instead")
+
+
+def test_threads_are_not_doubled_on_a_busy_machine():
+    from console.analysis.confirm import axes_for
+
+    busy = {"environment": {"engine": {"threads": 1}, "hygiene": {"other_cpu_percent": 140.0}}}
+    found = axes_for(RunSpec(model="mlp").validate(), busy, worker_cores=2)
+    assert not found.of_kind("threads")
+    assert any(w.startswith("threads ×2: other processes used 140% of a core") for w in found.untestable)

@@ -32,6 +32,7 @@ DATA_PARAMS = {  # catalog size parameters that scale the data per call (how muc
 }
 OPS_PARAMS = ("layers", "passes", "ops")
 SYNTHETIC_PREFIX = "synth-"
+BUSY_FOR_THREADS = 50.0  # % of a core other processes used at the start: a second thread would share its core
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,12 @@ def _threads_axis(spec: Any, record: dict[str, Any], worker_cores: int | None, f
                                 f"worker has {cores} physical core{'s' if cores != 1 else ''}; twice the threads "
                                 f"would share cores (fix: {fix} the worker more cores: fewer --console-cores, or a "
                                 "larger machine)")
+        return
+    other = ((record.get("environment") or {}).get("hygiene") or {}).get("other_cpu_percent")
+    if isinstance(other, (int, float)) and other >= BUSY_FOR_THREADS:
+        found.untestable.append(f"threads ×2: other processes used {other:.0f}% of a core when the run started; a "
+                                "second thread would wait for them and measure them, not the workload (fix: a quiet "
+                                "machine)")
         return
     found.axes.append(Axis("threads ×2", "threads", 2.0,
                            {"flops": 1.0, "bytes": 1.0, "ops": 1.0, "working_set": 1.0, "threads": 2.0},

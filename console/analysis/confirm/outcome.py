@@ -40,8 +40,12 @@ def judge(plan: Plan, experiments: list[dict[str, Any]], failed: str | None = No
         return block
     if NOT_AS_PREDICTED in outcomes:
         says, also = what_the_data_says(experiments, plan.scores, exclude=plan.tested)
-        block.update(outcome=REFUTED, says=says, also_fits=also,
-                     sentence=f"refuted — the data says {says} instead" + _also(also) + ": " + _failed(experiments))
+        shown = says == NONE_OF_THE_CLASSES or standing(experiments).get(says) == "in"
+        words = (f"the data says {says} instead" + _also(also) if shown else
+                 f"of the classes only {' and '.join([says, *also])} {'is' if not also else 'are'} not ruled out "
+                 "(the data does not yet show it)")
+        block.update(outcome=REFUTED, says=says, also_fits=also, shown=shown,
+                     sentence=f"refuted — {words}: " + _failed(experiments))
         return block
     if all(o == AS_PREDICTED for o in outcomes):
         over = f" over {plan.rival}" if plan.rival else ""
