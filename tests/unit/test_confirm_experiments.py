@@ -164,3 +164,20 @@ def test_threads_are_not_doubled_on_a_busy_machine():
     found = axes_for(RunSpec(model="mlp").validate(), busy, worker_cores=2)
     assert not found.of_kind("threads")
     assert any(w.startswith("threads ×2: other processes used 140% of a core") for w in found.untestable)
+
+
+def test_undecided_says_which_predictions_held_and_which_are_still_open():
+    from console.analysis.confirm import judge
+
+    v = {"class": "compute", "secondary": None, "evidence": {},
+         "scores": {"compute": 1.0, "memory-bandwidth": 0.0, "cache-resident": 0.0, "host-overhead": 0.0}}
+    gemm = RunSpec(model="synth-gemm", model_params={"rows": 128, "features": 512, "layers": 2}, threads=1).validate()
+    the_plan = plan_for(v, gemm, {}, CARD, worker_cores=2)
+    threads, rows = the_plan.experiments
+    block = judge(the_plan, [measured(threads, 0.854, 0.469, 1.55, "undecided"),
+                             measured(rows, 4.48, 3.83, 5.24, "as predicted")])
+    assert block["outcome"] == "undecided"
+    assert block["sentence"] == ("undecided at this machine's noise: rows ×4 held (×4.48 within ×2.4–6); threads ×2 "
+                                 "reached [0.469, 1.55] after 10 rounds a side, neither inside nor outside compute's "
+                                 "×0.4–0.625 (more rounds: --confirm-max-rounds, or a quieter machine)")
+    assert block["notes"] == ["no runner-up named: tested against the classes a change can exclude (host-overhead)"]

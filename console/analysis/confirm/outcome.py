@@ -27,7 +27,8 @@ def judge(plan: Plan, experiments: list[dict[str, Any]], failed: str | None = No
     """The confirmation block: outcome, sentence, tested, rival, verdict, says (the class the data matches when
     refuted), also_fits, experiments, untestable, and `failed` (why a round did not complete) when one did not."""
     block: dict[str, Any] = {"verdict": plan.verdict_class, "tested": plan.tested, "rival": plan.rival,
-                             "experiments": experiments, "untestable": list(plan.untestable)}
+                             "experiments": experiments, "untestable": list(plan.untestable),
+                             "notes": list(plan.notes)}
     outcomes = [e["outcome"] for e in experiments]
     if failed:
         block.update(outcome=FAILED, failed=failed,
@@ -61,8 +62,10 @@ def judge(plan: Plan, experiments: list[dict[str, Any]], failed: str | None = No
                                           f"{range_text(e['predicted']['range'])}" for e in experiments) + tail)
         return block
     open_ones = [e for e in experiments if e["outcome"] == UNDECIDED]
+    held = "".join(f"{e['intervention']} held (×{e['ratio']:.3g} within {range_text(e['predicted']['range'])}); "
+                   for e in experiments if e["outcome"] == AS_PREDICTED)
     block.update(outcome=UNDECIDED_OUTCOME,
-                 sentence="undecided at this machine's noise: " + "; ".join(
+                 sentence="undecided at this machine's noise: " + held + "; ".join(
                      f"{e['intervention']} reached [{e['ci95'][0]:.3g}, {e['ci95'][1]:.3g}] after {e['rounds']} "
                      f"rounds a side, neither inside nor outside {plan.tested}'s "
                      f"{range_text(e['predicted']['range'])}" for e in open_ones)
@@ -99,6 +102,7 @@ def lines(confirmation: dict[str, Any]) -> list[str]:
     """The confirmation as text lines: the sentence, each experiment's, and what could not be tested."""
     out = [f"confirmation: {confirmation['sentence']}"]
     out += [f"  {e['sentence']}" for e in confirmation.get("experiments") or []]
+    out += [f"  note: {note}" for note in confirmation.get("notes") or []]
     out += [f"  cannot test {why}" for why in confirmation.get("untestable") or []]
     return out
 

@@ -52,12 +52,13 @@ class Plan:
     experiments: list[Planned] = field(default_factory=list)
     untestable: list[str] = field(default_factory=list)
     reason: str = ""  # why nothing is planned, when nothing is
+    notes: list[str] = field(default_factory=list)  # how the rival was chosen, when the verdict named none
     scores: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict_class, "tested": self.tested, "rival": self.rival,
                 "experiments": [e.to_dict() for e in self.experiments], "untestable": list(self.untestable),
-                "reason": self.reason}
+                "reason": self.reason, "notes": list(self.notes)}
 
 
 # ---- Public API
@@ -129,7 +130,7 @@ def _cover(tested: str, named: str | None, axes: Axes, context: Context, out: Pl
     out.rival = out.experiments[0].rival.cls
     excluded = [c for c in others if c not in uncovered]
     lead = f"no change tells {tested} from {named}" if named else "no runner-up named"
-    out.untestable.append(f"{lead}: tested against the classes a change can exclude ({', '.join(excluded)})")
+    out.notes.append(f"{lead}: tested against the classes a change can exclude ({', '.join(excluded)})")
     for cls in others:
         if cls in uncovered and cls != named:
             out.untestable.append(f"{cls}: no change this model allows (data ×{COVER_MAX_FACTOR} at most) tells it "
