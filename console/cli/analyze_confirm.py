@@ -58,7 +58,9 @@ def confirm(args: argparse.Namespace, spec: Any, record: dict[str, Any], report:
     from console.worker_pool import WorkerPool
 
     writer = open_writer(args) if the_plan.experiments else None
-    if the_plan.experiments and writer is None:
+    if the_plan.experiments and writer is None:  # open_writer said why
+        report["confirmation"] = {"outcome": "failed", "sentence": "not run: the history cannot be written",
+                                  "failed": "the history cannot be written", "experiments": [], "untestable": []}
         return EXIT_FAILED
     partition = console_partition(args)
     pool = WorkerPool(partition) if the_plan.experiments else None
