@@ -8,6 +8,8 @@ dates; run ids and prefixes (empty, 1 character, unknown, ambiguous, SQL wildcar
 
 The contract, for every command line:
 - the exit status is 0, 1, 2 or 3 — nothing escapes main(), no "Traceback (most recent call last)" is printed;
+- one line in three, standard output is a full disk or a pipe whose reader left: a command that wrote to it exits
+  1 with "cannot write to standard output: No space left on device", or 141 and nothing more, whatever it did;
 - a non-zero exit says why on stderr (compare --fail-on and regressions may answer 1 or 3 on stdout alone:
   "slower", "a step", "cannot tell");
 - a refusal (non-zero) creates nothing and replaces nothing in the example's folder; device nodes and FIFOs stay
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import hashlib
 import io
 import os
@@ -362,11 +365,34 @@ class Outcome:
     code: int | str
     out: str
     err: str
+    stdout_failed: str = "kept"  # "full" or "pipe" when the command wrote to a standard output that failed
 
 
-def _call(argv: list[str]) -> Outcome:
+class _Sink(io.RawIOBase):
+    """Standard output's bytes: kept, or refused as a full disk ("full") or a reader that left ("pipe") would.
+    No fileno(): what main() does to a failed stream's descriptor stays away from the test process's own."""
+
+    def __init__(self, fails: str) -> None:
+        super().__init__()
+        self.fails, self.data, self.attempted = fails, bytearray(), False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.attempted = self.attempted or len(data) > 0
+        if self.fails == "full":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        if self.fails == "pipe":
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+        self.data += data
+        return len(data)
+
+
+def _call(argv: list[str], stdout_is: str = "kept") -> Outcome:
     """main(argv) with real-like standard streams, a deadline, and whatever escapes it named."""
-    stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", write_through=True)
+    sink = _Sink(stdout_is)
+    stdout = io.TextIOWrapper(io.BufferedWriter(sink), encoding="utf-8", errors="strict")
     stderr = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True)
 
     def on_alarm(*_):
@@ -391,13 +417,21 @@ def _call(argv: list[str]) -> Outcome:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    return Outcome(code, stdout.buffer.getvalue().decode("utf-8", "replace"),
-                   stderr.buffer.getvalue().decode("utf-8", "replace"))
+        sink.fails = "no more"  # what is still buffered goes quietly
+        with contextlib.suppress(OSError, ValueError):
+            stdout.flush()
+    return Outcome(code, sink.data.decode("utf-8", "replace"), stderr.buffer.getvalue().decode("utf-8", "replace"),
+                   stdout_is if sink.attempted else "kept")
 
 
 # ---- The contract
 def _problems(name: str, args: list[Arg], outcome: Outcome, before: dict, after: dict, db_changed: bool) -> list[str]:
     code, problems = outcome.code, []
+    if outcome.stdout_failed == "full":  # its output was lost: 1, and one line that says so
+        line = "labconsole: error: cannot write to standard output: No space left on device"
+        return [] if code == 1 and line in outcome.err else [f"exit {code!r} after a failed write to standard output"]
+    if outcome.stdout_failed == "pipe":  # the reader left: 141 and nothing more said
+        return [] if code == 141 and "standard output" not in outcome.err else [f"exit {code!r} after a broken pipe"]
     if not isinstance(code, int) or code not in (0, 1, 2, 3):
         return [f"exit {code!r}"]
     for stream, text in (("stderr", outcome.err), ("stdout", outcome.out)):
@@ -475,18 +509,19 @@ def test_every_command_keeps_the_exit_code_contract(name, template, no_runs, tmp
     cwd = os.getcwd()
 
     @FUZZ
-    @given(args=command_lines(name))
-    def check(args: list[Arg]) -> None:
+    @given(args=command_lines(name), stdout_is=st.sampled_from(["kept"] * 4 + ["full", "pipe"]))
+    def check(args: list[Arg], stdout_is: str) -> None:
         folder = _make_folder(tmp_path, template)
         os.chdir(folder)  # a relative default could only land here
         try:
             argv = [_resolve(a, folder) for a in args]
             db = folder / "db" / "history.db"
             digest, before = _digest(db), _snapshot(folder)
-            outcome = _call(argv)
+            outcome = _call(argv, stdout_is)
             after = _snapshot(folder)
             problems = _problems(name, args, outcome, before, after, _digest(db) != digest)
-            problems += _exit_2_expected(args, outcome.code) if isinstance(outcome.code, int) else []
+            if isinstance(outcome.code, int) and outcome.stdout_failed == "kept":
+                problems += _exit_2_expected(args, outcome.code)
             TRIED[name, outcome.code if isinstance(outcome.code, int) else "escaped"] += 1
             if problems and SURVEY:
                 with open(SURVEY, "a", encoding="utf-8", errors="backslashreplace") as survey:
