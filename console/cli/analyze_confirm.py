@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from console.cli.common import EXIT_FAILED, EXIT_OK
@@ -39,49 +40,64 @@ def confirm(args: argparse.Namespace, spec: Any, record: dict[str, Any], report:
             card: dict[str, Any] | None, quiet: bool) -> int:
     """Plan, run and judge; report["confirmation"] gets the block (also stored with the run). EXIT_OK when the
     confirmation ran, whatever it found; EXIT_FAILED when a round failed or the history could not take it."""
-    from console.analysis.confirm import MIN_ROUNDS, plan_for, run_confirmation
+    from console.cli.common import console_partition, db_path
 
-    verdict = report.get("bottleneck")
-    if record.get("status") != "completed" or not verdict:
-        why = "the run did not complete" if record.get("status") != "completed" else \
-            "the run has no verdict (no op table from its profiling phase)"
-        report["confirmation"] = {"outcome": "untestable", "sentence": f"not tested: {why}", "experiments": [],
-                                  "untestable": []}
-        return EXIT_OK
-    the_plan = plan_for(verdict, spec, record, card)
-    if not quiet:
-        _say(f"  … confirming {verdict['class']}: "
-             + ("; ".join(f"{p.axis.name} (predicted {_range(p.tested)}, {p.rival.cls} {_range(p.rival)})"
-                          for p in the_plan.experiments) or the_plan.reason or "nothing to run"))
-    base = round_spec(spec, record.get("run_id", "")[:8])
-    from console.cli.common import console_partition, db_path, open_writer
+    confirmation, problem = confirm_run(db_path(args), spec, record, report.get("bottleneck"), card,
+                                        args.confirm_max_rounds, console_partition(args),
+                                        None if quiet else _say, None if quiet else _progress)
+    report["confirmation"] = confirmation
+    if problem:
+        print(f"labconsole: error: {problem}", file=sys.stderr)
+    return EXIT_FAILED if confirmation["outcome"] == "failed" or problem else EXIT_OK
+
+
+def confirm_run(db: Any, spec: Any, record: dict[str, Any], verdict: dict[str, Any] | None,
+                card: dict[str, Any] | None, max_rounds: int | None = None, partition: Any = None,
+                on_text: Callable[[str], None] | None = None,
+                on_progress: Callable[[Any, dict[str, Any]], None] | None = None,
+                on_session: Callable[[Any], None] | None = None) -> tuple[dict[str, Any], str | None]:
+    """Confirm an analysed run's verdict and store the answer with it: (the confirmation block, the problem when
+    it could not be stored or the rounds' history not opened; None when all went well). Args-free, so the window
+    can call it on a background thread for a run just analysed or one from the history (`record`: the finished
+    session record, or a stored run with its `ops`; `spec`: an engines.spec.RunSpec). `on_text` hears the plan
+    in a line, `on_progress(planned, event)` each round and look, `on_session` each round's RunSession (to cancel
+    it)."""
+    from console.analysis.confirm import MAX_ROUNDS, MIN_ROUNDS, plan_for, run_confirmation
+    from console.history import HistoryError, HistoryWriter
     from console.worker_pool import WorkerPool
 
-    writer = open_writer(args) if the_plan.experiments else None
-    if the_plan.experiments and writer is None:  # open_writer said why
-        report["confirmation"] = {"outcome": "failed", "sentence": "not run: the history cannot be written",
-                                  "failed": "the history cannot be written", "experiments": [], "untestable": []}
-        return EXIT_FAILED
-    partition = console_partition(args)
-    pool = WorkerPool(partition) if the_plan.experiments else None
-
+    cap = int(max_rounds or MAX_ROUNDS)
+    if record.get("status", "completed") != "completed" or not verdict:
+        why = "the run did not complete" if record.get("status", "completed") != "completed" else \
+            "the run has no verdict (no op table from its profiling phase)"
+        return {"outcome": "untestable", "sentence": f"not tested: {why}", "experiments": [], "untestable": []}, None
+    the_plan = plan_for(verdict, spec, record, card)
+    if on_text is not None:
+        on_text(f"  … confirming {verdict['class']}: "
+                + ("; ".join(f"{p.axis.name} (predicted {_range(p.tested)}, {p.rival.cls} {_range(p.rival)})"
+                             for p in the_plan.experiments) or the_plan.reason or "nothing to run"))
+    base = round_spec(spec, str(record.get("run_id") or "")[:8])
+    writer = pool = None
+    if the_plan.experiments:
+        try:
+            writer = HistoryWriter.open(db)
+        except (HistoryError, OSError) as exc:
+            why = f"the history cannot be written for the rounds ({exc})"
+            return {"outcome": "failed", "sentence": f"not run: {why}", "failed": why, "experiments": [],
+                    "untestable": list(the_plan.untestable)}, why
+        pool = WorkerPool(partition)
     try:
         if pool is not None:
             pool.prepare(spec.engine)
-        confirmation = run_confirmation(the_plan, round_runners(base, writer, pool, partition),
-                                        min(MIN_ROUNDS, args.confirm_max_rounds), args.confirm_max_rounds,
-                                        None if quiet else _progress)
+        confirmation = run_confirmation(the_plan, round_runners(base, writer, pool, partition, on_session),
+                                        min(MIN_ROUNDS, cap), cap, on_progress)
     finally:
         if pool is not None:
             pool.close()
         if writer is not None:
             writer.close()
     confirmation["round_s"] = base.duration_s
-    report["confirmation"] = confirmation
-    stored = store(db_path(args), record.get("run_id"), verdict, confirmation)
-    if stored:
-        print(f"labconsole: error: {stored}", file=sys.stderr)
-    return EXIT_FAILED if confirmation["outcome"] == "failed" or stored else EXIT_OK
+    return confirmation, store(db, record.get("run_id"), verdict, confirmation)
 
 
 def round_spec(spec: Any, run8: str) -> Any:
@@ -95,7 +111,7 @@ def round_spec(spec: Any, run8: str) -> Any:
                                name=f"confirm {run8 or spec.model}").validate()
 
 
-def round_runners(base: Any, writer: Any, pool: Any = None, partition: Any = None):
+def round_runners(base: Any, writer: Any, pool: Any = None, partition: Any = None, on_session: Any = None):
     """make_runner(planned) for console.analysis.confirm.run_confirmation: the original (`base`, a round_spec)
     as A and the planned change as B, each round a RunSession through console.cli.compare_rounds.runner (a round
     that fails raises RoundFailed, a RuntimeError), waiting for the pool's spare to be warm between rounds."""
@@ -104,7 +120,7 @@ def round_runners(base: Any, writer: Any, pool: Any = None, partition: Any = Non
     def make_runner(planned: Any):
         changed = dataclasses.replace(planned.axis.apply(base), name=f"{base.name} {planned.axis.name} B")
         run_round = runner({"A": dataclasses.replace(base, name=f"{base.name} {planned.axis.name} A"),
-                            "B": changed}, writer, pool=pool, partition=partition)
+                            "B": changed}, writer, pool=pool, partition=partition, on_session=on_session)
 
         def warm_round(side: str, k: int):
             if pool is not None:

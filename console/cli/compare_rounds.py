@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import signal
 import sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -56,11 +57,13 @@ def round_specs(args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict[st
     return specs
 
 
-def runner(specs: dict[str, Any], writer: Any, pool: Any = None, partition: Any = None):
+def runner(specs: dict[str, Any], writer: Any, pool: Any = None, partition: Any = None, on_session: Any = None):
     """run_round(side, k) for console.analysis.interleave: one RunSession of that side's spec, its latencies in
     ms. Ctrl-C cancels the round running and stops the comparison (RoundFailed). `pool` (a
     console.worker_pool.WorkerPool) hands each round a worker spawned ahead, so rounds skip the engine's import;
-    `partition` keeps the console off the rounds' cores, as the run being confirmed was (`analyze --confirm`)."""
+    `partition` keeps the console off the rounds' cores, as the run being confirmed was (`analyze --confirm`).
+    Off the main thread (the window's confirmation) Ctrl-C is not the caller's: `on_session(session)` hears each
+    round's RunSession as it starts, so the caller can cancel it."""
     from console.session import RunSession
 
     def run_round(side: str, k: int) -> np.ndarray:
@@ -72,12 +75,16 @@ def runner(specs: dict[str, Any], writer: Any, pool: Any = None, partition: Any 
                 chunks.append(np.asarray(event["latency_ns"], dtype=np.int64))
 
         session = RunSession(spec, writer, listener=listen, telemetry_hz=None, pool=pool, partition=partition)
-        previous = signal.signal(signal.SIGINT, lambda *_: session.cancel())
+        main = threading.current_thread() is threading.main_thread()  # signal handlers belong to the main thread
+        previous = signal.signal(signal.SIGINT, lambda *_: session.cancel()) if main else None
+        if on_session is not None:
+            on_session(session)
         try:
             session.start()
             record = session.wait() or {}
         finally:
-            signal.signal(signal.SIGINT, previous)
+            if main:
+                signal.signal(signal.SIGINT, previous)
         if record.get("status") != "completed":
             raise RoundFailed(f"round {k + 1} of {side} ({record.get('run_id', '?')[:8]}) "
                               f"{record.get('status', 'did not finish')}: {record.get('message') or 'no message'}")
