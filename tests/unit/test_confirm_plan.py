@@ -109,8 +109,16 @@ def test_a_model_file_given_shapes_scales_every_dynamic_dim_alike(tmp_path):
     record = {"environment": {"engine": {"inputs": [
         {"name": "x", "dtype": "float32", "shape": [1, 3, 160, 160], "declared": ["N", 3, "H", "W"]}]}}}
     found = axes_for(file_spec, record, worker_cores=1)
-    first = found.axes[0]
-    assert first.name == "dynamic dims ×2 (data ×8)" and first.change["inputs"] == {"x": [2, 3, 320, 320]}
+    assert names(found) == ["batch ×2", "batch ×4", "H, W ×2 (data ×4)"]
+    assert found.axes[0].change == {"inputs": {"x": [2, 3, 160, 160]}, "batch": 1}
+    spatial = found.axes[2]
+    assert spatial.change["inputs"] == {"x": [1, 3, 320, 320]} and spatial.factor == 4.0
+    assert "--input x=1x3x320x320" in spatial.note
+    fixed_batch = {"environment": {"engine": {"inputs": [
+        {"name": "x", "dtype": "float32", "shape": [1, 3, 160, 160], "declared": [1, 3, "?", "?"]}]}}}
+    found = axes_for(file_spec, fixed_batch, worker_cores=1)
+    assert names(found) == ["x dim 2, x dim 3 ×2 (data ×4)"]
+    assert "batch ×k: the file fixes dim 0 of its inputs" in found.untestable
 
 
 def test_no_cost_model_without_a_file_record_says_what_is_missing(tmp_path):

@@ -175,8 +175,9 @@ def _data_axes(spec: Any, found: Axes, base: Footprint | None, params: dict[str,
 
 
 def _file_data_axes(spec: Any, record: dict[str, Any], found: Axes) -> None:
-    """A model file: its batch when every input's first dim is dynamic; with --input shapes, those shapes'
-    dynamic dims (all scaled alike, within what the file declares: fixed dims never change)."""
+    """A model file: its batch when every input's first dim is dynamic; with --input shapes, the batch (dim 0) and,
+    apart, the other dynamic dims ×2 (a detector's H and W: pixels ×4) — within what the file declares: fixed
+    dims never change, and dims that share a name are scaled alike."""
     engine = (record.get("environment") or {}).get("engine") or {}
     resolved = [item for item in (engine.get("inputs") or (engine.get("file") or {}).get("inputs") or [])
                 if isinstance(item, dict) and item.get("shape")]
@@ -195,23 +196,44 @@ def _file_data_axes(spec: Any, record: dict[str, Any], found: Axes) -> None:
                                    {"batch": spec.batch * factor},
                                    "a model file: FLOPs and bytes assumed to follow the batch"))
         return
-    for factor in UNMODELLED_DATA_FACTORS:
-        shapes, data = {}, 1
-        for item in resolved:
-            given = list(spec.inputs.get(item["name"]) or item["shape"])
-            scaled = [g * factor if _dynamic(d) and (i > 0 or dynamic_first) else g
-                      for i, (d, g) in enumerate(zip(item["declared"], given, strict=False))]
-            shapes[item["name"]] = scaled
-            data = max(data, _product(scaled) // max(1, _product(given)))
-        if data <= 1:
-            found.untestable.append("data ×k: the file fixes every dim of the inputs given with --input")
-            return
-        changed = {name: shape for name, shape in shapes.items() if name in spec.inputs or shape}
-        text = ", ".join(f"{name}={'x'.join(map(str, shape))}" for name, shape in changed.items())
-        found.axes.append(Axis(f"dynamic dims ×{factor} (data ×{data})", "data", float(data), _assumed(data),
-                               {"inputs": changed, "batch": 1},
-                               f"a model file: every dynamic dim ×{factor} ({text}); FLOPs and bytes assumed to "
-                               "follow the data"))
+    if dynamic_first:  # the batch: dim 0 of every input, scaled alike
+        for factor in UNMODELLED_DATA_FACTORS:
+            shapes = {item["name"]: [int(g) * factor if i == 0 else int(g) for i, g in enumerate(_given(spec, item))]
+                      for item in resolved}
+            found.axes.append(Axis(f"batch ×{factor}", "data", float(factor), _assumed(factor),
+                                   {"inputs": shapes, "batch": 1},
+                                   f"a model file: {_shapes_text(shapes)}; FLOPs and bytes assumed to follow the "
+                                   "batch"))
+    else:
+        found.untestable.append("batch ×k: the file fixes dim 0 of its inputs")
+    # the other dynamic dims (spatial, sequence): each ×2, all alike, so dims that share a name stay equal
+    scaled_dims: list[str] = []
+    shapes, data = {}, 1
+    for item in resolved:
+        given = _given(spec, item)
+        scaled = [int(g) * 2 if i > 0 and _dynamic(d) else int(g)
+                  for i, (d, g) in enumerate(zip(item["declared"], given, strict=False))]
+        for i, d in enumerate(item["declared"]):
+            if i > 0 and _dynamic(d):
+                label = d if isinstance(d, str) and d.strip() not in ("", "?") else f"{item['name']} dim {i}"
+                if label not in scaled_dims:
+                    scaled_dims.append(label)
+        shapes[item["name"]] = scaled
+        data = max(data, _product(scaled) // max(1, _product(given)))
+    if data <= 1:
+        found.untestable.append("dims ×2: the file fixes every dim of its inputs but the batch")
+        return
+    found.axes.append(Axis(f"{', '.join(scaled_dims)} ×2 (data ×{data})", "data", float(data), _assumed(data),
+                           {"inputs": shapes, "batch": 1},
+                           f"a model file: {_shapes_text(shapes)}; FLOPs and bytes assumed to follow the data"))
+
+
+def _given(spec: Any, item: dict[str, Any]) -> list[int]:
+    return [int(g) for g in (spec.inputs.get(item["name"]) or item["shape"])]
+
+
+def _shapes_text(shapes: dict[str, list[int]]) -> str:
+    return ", ".join(f"--input {name}={'x'.join(map(str, shape))}" for name, shape in shapes.items())
 
 
 def _threads_axis(spec: Any, record: dict[str, Any], worker_cores: int | None, found: Axes) -> None:
