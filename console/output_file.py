@@ -89,10 +89,11 @@ class Output:
 
 # ---- Public API
 def check_out(text: str | os.PathLike, *, option: str = "--out", example: str = "out.json",
-              stdout: IO[Any] | None = None) -> Output:
+              stdout: IO[Any] | None = None, keep: os.PathLike | str | None = None) -> Output:
     """What `text` names and whether it can be written, before any work; raises OutputError(usage=True) naming the
     problem and the fix. `example` is the file name suggested inside a directory. A device or FIFO comes back
-    opened (close the Output if the command stops before `write_out`)."""
+    opened (close the Output if the command stops before `write_out`). `keep`: the history database, which (with
+    its journal and lock files) is never an output — `export --out history.db` would replace every run with JSON."""
     raw = os.fspath(text)
     if raw == "":
         raise OutputError(f"{option} is empty: give a file path, or - for standard output", usage=True)
@@ -111,6 +112,9 @@ def check_out(text: str | os.PathLike, *, option: str = "--out", example: str = 
         return Output(raw, STDOUT)
     mode = st.st_mode if st is not None else 0
     if st is None or stat.S_ISREG(mode):
+        if st is not None and keep is not None and _is_kept(path, Path(keep)):
+            raise OutputError(f"{option} {raw} is the history database (or one of its files); writing there would "
+                              "replace the stored runs. Give another file path", usage=True)
         _check_folder(path, raw, option)
         return Output(raw, FILE, path)
     if stat.S_ISDIR(mode):
@@ -172,6 +176,18 @@ def _is_stdout(st: os.stat_result, stdout: IO[Any], path: Path) -> bool:
     if (st.st_dev, st.st_ino) != (out.st_dev, out.st_ino):
         return False
     return not stat.S_ISREG(st.st_mode) or path.is_symlink()
+
+
+def _is_kept(path: Path, keep: Path) -> bool:
+    """`path` is `keep` or one of its SQLite companions (-wal, -shm, -journal, -lock), reached directly: a symlink
+    at `path` is replaced by the rename, not followed, so it cannot harm the file it points to."""
+    if path.is_symlink():
+        return False
+    for suffix in ("", "-wal", "-shm", "-journal", "-lock"):
+        with contextlib.suppress(OSError):
+            if os.path.samefile(path, f"{keep}{suffix}"):
+                return True
+    return False
 
 
 def _check_name_length(path: Path, raw: str, option: str) -> None:

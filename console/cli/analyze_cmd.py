@@ -64,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
         return rules
     from console.cli.arguments import data_dir_problem
 
-    trace = _trace_target(args.trace)  # before the machine card, the history or a worker: nothing measured
+    trace = _trace_target(args.trace, db_path(args))  # before the machine card, the history or a worker: nothing measured
     if isinstance(trace, int):
         return trace
     problem = data_dir_problem(getattr(spec.scenario_options, "data_dir", None), spec.model)
@@ -146,7 +146,7 @@ def _machine_card(target: str, args: argparse.Namespace) -> tuple[dict[str, Any]
     return answer.card, answer.note
 
 
-def _trace_target(text: str | None):
+def _trace_target(text: str | None, history=None):
     """--trace FILE checked before anything runs (console.output_file, as every --out): a directory, a missing or
     read-only folder, a name too long, a FIFO nobody reads is exit 2. Standard output carries the report, so `-`
     is refused. None without --trace."""
@@ -155,7 +155,7 @@ def _trace_target(text: str | None):
     from console.output_file import OutputError, check_out
 
     try:
-        target = check_out(text, option="--trace", example="trace.json")
+        target = check_out(text, option="--trace", example="trace.json", keep=history)
     except OutputError as exc:
         return fail(str(exc))
     if target.is_stdout:

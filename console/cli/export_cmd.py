@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
     target = None
     if args.out is not None:
         try:
-            target = check_out(args.out, example="runs.json")
+            target = check_out(args.out, example="runs.json", keep=db_path(args))
         except OutputError as exc:
             return fail(str(exc))
         if target.is_stdout:

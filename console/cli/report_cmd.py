@@ -41,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
     if not args.runs and args.sweep is None:
         return fail("name the runs to report (`labconsole history` lists them) or a sweep with --sweep ID")
     try:
-        target = check_out(args.out, example="report.html")
+        target = check_out(args.out, example="report.html", keep=db_path(args))
     except OutputError as exc:
         return fail(str(exc))
     with target:

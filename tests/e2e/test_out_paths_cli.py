@@ -238,3 +238,13 @@ def test_a_report_named_in_another_locale_is_written_and_said_on_a_strict_stdout
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode("utf-8").rstrip().endswith("caf\\xe9\\xff.html")
     assert os.listdir(os.fsencode(tmp_path)) == [b"caf\xe9\xff.html"]
+
+
+@pytest.mark.parametrize("cmd", ["export", "report"])
+def test_out_naming_the_history_itself_is_refused_and_the_history_kept(history, cmd):
+    db, run_id = history
+    before = db.read_bytes()
+    done = labconsole(cmd, run_id, "--out", str(db), db=db)  # before: the rename put JSON where the runs were
+    assert done.returncode == 2, done.stderr
+    assert "is the history database" in one_line(done.stderr)
+    assert db.read_bytes() == before

@@ -249,3 +249,20 @@ def test_a_name_that_is_not_utf8_is_shown_not_a_crash(tmp_path):
     assert target.text.encode("utf-8", "strict") and target.text.endswith("caf\\xe9\\xff.html")
     write_text(target)
     assert os.listdir(tmp_path.as_posix().encode()) == [b"caf\xe9\xff.html"]
+
+
+def test_the_history_and_its_companions_are_never_an_output_but_a_link_to_it_may_be_replaced(tmp_path):
+    history = tmp_path / "history.db"
+    history.write_bytes(b"SQLite format 3\0")
+    (tmp_path / "history.db-wal").write_bytes(b"wal")
+    for name in ("history.db", "history.db-wal"):
+        with pytest.raises(OutputError, match="is the history database") as refused:
+            check_out(str(tmp_path / name), keep=history)
+        assert refused.value.usage
+    os.link(history, tmp_path / "hard.db")  # the same file under another name is still the history
+    with pytest.raises(OutputError, match="is the history database"):
+        check_out(str(tmp_path / "hard.db"), keep=history)
+    os.symlink(history, tmp_path / "link.db")  # the rename replaces a link, never what it points to
+    assert check_out(str(tmp_path / "link.db"), keep=history).kind == FILE
+    assert check_out(str(tmp_path / "other.json"), keep=history).kind == FILE
+    assert history.read_bytes() == b"SQLite format 3\0"
