@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.analysis import bottleneck, decoder
+from console.analysis import decoder, verdict_stability
 from console.analysis.storage import storage_block
 
 
@@ -21,7 +21,7 @@ def add_findings(summary: dict[str, Any], spec: dict[str, Any], profile: dict[st
     summary["machine_card"] = ({"card_id": card.get("card_id"), "host": card.get("host"),
                                 "measured_at": card.get("measured_at")} if card else None)
     if ops:
-        summary["bottleneck"] = bottleneck.diagnose({
+        summary["bottleneck"] = verdict_stability.judge({  # with its stability over the profiled iterations
             "spec": spec, "summary": summary, "ops": ops, "profile": dict(profile or {}), "machine": card,
             "counters": (profile or {}).get("counters")})
     if spec.get("scenario") == "generate":

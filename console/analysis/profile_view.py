@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.analysis import bottleneck, roofline, storage
+from console.analysis import roofline, storage, verdict_stability
 
 PROFILE_ITERATIONS = 10  # what `analyze` and the window's Analyze profile when not told otherwise
 
@@ -41,4 +41,4 @@ def verdict(record: dict[str, Any], card: dict[str, Any] | None) -> dict[str, An
     """The bottleneck verdict of a profiled run; None when the run has no op table to judge."""
     if not record.get("ops"):
         return None
-    return bottleneck.diagnose(analysis_run(record, card))
+    return verdict_stability.judge(analysis_run(record, card))  # with its stability over the profiled iterations
