@@ -9,7 +9,9 @@ A *call* is one execution of one op: {"op", "time_s", "flops" (or None), "bytes"
   outermost operator calls (names with "::", e.g. aten::linear; profiler steps and compiled-region wrappers are
   looked through), so op times never overlap and their sum is the time spent inside operators.
 - `ort_calls(trace)` takes ONNX Runtime's profile (a Chrome trace) and keeps its node events.
-`aggregate(calls)` then gives the OP rows of the profile event (engines.protocol "profile").
+`aggregate(calls)` then gives the OP rows of the profile event (engines.protocol "profile"). Calls that carry
+"iteration" (which profiled call of the model they ran in) also give `iteration_table`: op time per iteration, which
+console.analysis.verdict_stability resamples to say how stable the verdict is.
 
 FLOPs count a multiply-add as two; bytes are what an op reads and writes once (inputs + outputs, from shapes ×
 dtype sizes), not what the caches see, so intensity is the model's, as in the roofline model.
@@ -17,13 +19,18 @@ dtype sizes), not what the caches see, so intensity is the model's, as in the ro
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["aggregate", "profile_event", "torch_calls", "ort_calls", "ort_flops", "dtype_bytes", "SHAPE_SAMPLES"]
+__all__ = ["aggregate", "profile_event", "torch_calls", "ort_calls", "ort_flops", "dtype_bytes", "SHAPE_SAMPLES",
+           "iteration_table"]
 
 SHAPE_SAMPLES = 3  # distinct input-shape lists kept per op row
+# The per-iteration table's bound (stored with the run): at most ITERATION_ROWS rows (more profiled iterations are
+# summed in consecutive blocks) × ITERATION_OPS op types (the longest; the rest are not resampled), 4 digits each.
+ITERATION_ROWS, ITERATION_OPS = 64, 64
 
 # Element sizes, by the names torch.profiler (input_dtypes) and ONNX Runtime (type shapes) use.
 _DTYPE_BYTES = {
@@ -94,12 +101,52 @@ def aggregate(calls: Iterable[Mapping[str, Any]], method: Mapping[str, str] | No
 
 
 def profile_event(engine: str, iterations: int, wall_s: float, ops: list[dict[str, Any]],
-                  trace_path: str | None, notes: Sequence[str] = (), counters: dict[str, Any] | None = None
-                  ) -> dict[str, Any]:
-    """The fields of the protocol's "profile" event (op_time_s is the sum of the op rows' times)."""
-    return {"engine": engine, "iterations": int(iterations), "wall_s": float(wall_s),
-            "op_time_s": float(sum(op["time_s"] for op in ops)), "ops": ops, "trace_path": trace_path,
-            "counters": counters, "notes": list(notes)}
+                  trace_path: str | None, notes: Sequence[str] = (), counters: dict[str, Any] | None = None,
+                  per_iteration: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The fields of the protocol's "profile" event (op_time_s is the sum of the op rows' times); `per_iteration`
+    (iteration_table's, optional) is added when given."""
+    event = {"engine": engine, "iterations": int(iterations), "wall_s": float(wall_s),
+             "op_time_s": float(sum(op["time_s"] for op in ops)), "ops": ops, "trace_path": trace_path,
+             "counters": counters, "notes": list(notes)}
+    if per_iteration is not None:
+        event["per_iteration"] = per_iteration
+    return event
+
+
+def iteration_table(calls: Iterable[Mapping[str, Any]], walls_s: Sequence[float] | None = None,
+                    max_rows: int = ITERATION_ROWS, max_ops: int = ITERATION_OPS) -> dict[str, Any] | None:
+    """Op time per profiled iteration, bounded: {"ops": names (longest total first), "times_s": one row per
+    iteration (or block of `iterations_per_row` consecutive iterations) of op seconds in that order, "wall_s": the
+    rows' wall seconds (from `walls_s`, one per iteration) or None, "iterations_per_row", "method"}.
+
+    Calls without an "iteration" (0-based) are left out; None when no call has one. A last block shorter than the
+    others is kept (it weighs less when resampled).
+    """
+    by_iteration: dict[int, dict[str, float]] = {}
+    totals: dict[str, float] = {}
+    for call in calls:
+        index = call.get("iteration")
+        if index is None:
+            continue
+        name, seconds = str(call["op"]), float(call["time_s"])
+        row = by_iteration.setdefault(int(index), {})
+        row[name] = row.get(name, 0.0) + seconds
+        totals[name] = totals.get(name, 0.0) + seconds
+    if not by_iteration:
+        return None
+    count = max(max(by_iteration) + 1, len(walls_s or ()))
+    per_row = max(1, math.ceil(count / max(1, max_rows)))
+    names = sorted(totals, key=lambda name: -totals[name])[:max(1, max_ops)]
+    rows = []
+    for start in range(0, count, per_row):
+        block = [by_iteration.get(i, {}) for i in range(start, min(count, start + per_row))]
+        rows.append([_digits(sum(row.get(name, 0.0) for row in block)) for name in names])
+    walls = None
+    if walls_s and len(walls_s) == count:
+        walls = [_digits(sum(walls_s[start:start + per_row])) for start in range(0, count, per_row)]
+    return {"ops": names, "times_s": rows, "wall_s": walls, "iterations_per_row": per_row,
+            "method": "the op calls of each profiled iteration summed per op type (and wall time per iteration); "
+                      f"at most {max_rows} rows (consecutive iterations summed) × the {max_ops} longest op types"}
 
 
 def dtype_bytes(name: Any) -> int | None:
@@ -145,7 +192,8 @@ def torch_calls(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         shapes = [list(s) for s in event.get("shapes") or []]
         flops = counted_flops(event) or _torch_formula_flops(event["name"], shapes)
         calls.append({"op": str(event["name"]), "time_s": float(event["time_s"]), "flops": flops or None,
-                      "bytes": _torch_bytes(event), "shapes": [s for s in shapes if s]})
+                      "bytes": _torch_bytes(event), "shapes": [s for s in shapes if s],
+                      "iteration": event.get("iteration")})
     return calls
 
 
@@ -163,6 +211,8 @@ def ort_calls(trace: Iterable[Mapping[str, Any]], skip_runs: int = 0) -> list[di
     if skip_runs and runs:
         skipped = runs[min(skip_runs, len(runs)) - 1]
         after = float(skipped.get("ts", 0)) + float(skipped.get("dur", 0))
+    kept = [run for run in runs if float(run.get("ts", 0)) >= after]  # each node's iteration: the run it lies in
+    starts = [float(run.get("ts", 0)) for run in kept]
     calls = []
     for event in trace:
         if event.get("cat") != "Node" or not str(event.get("name", "")).endswith("_kernel_time"):
@@ -174,7 +224,8 @@ def ort_calls(trace: Iterable[Mapping[str, Any]], skip_runs: int = 0) -> list[di
         outputs = _type_shapes(args.get("output_type_shape"))
         op = str(args.get("op_name") or event["name"])
         calls.append({"op": op, "time_s": float(event.get("dur", 0)) / 1e6, "flops": ort_flops(op, inputs, outputs),
-                      "bytes": _ort_bytes(op, inputs, outputs), "shapes": [shape for _, shape in inputs]})
+                      "bytes": _ort_bytes(op, inputs, outputs), "shapes": [shape for _, shape in inputs],
+                      "iteration": _run_of(float(event.get("ts", 0)), starts, kept)})
     return calls
 
 
@@ -206,6 +257,19 @@ def ort_flops(op: str, inputs: Sequence[tuple[str, list[int]]], outputs: Sequenc
 
 
 # ---- Private API
+def _run_of(ts: float, starts: list[float], runs: list[Mapping[str, Any]]) -> int | None:
+    """The index of the model_run a node event at `ts` lies in; None when it lies in none."""
+    index = bisect.bisect_right(starts, ts) - 1
+    if index < 0 or ts > starts[index] + float(runs[index].get("dur", 0)):
+        return None
+    return index
+
+
+def _digits(x: float) -> float:
+    """Four significant digits: the stored table stays small, and resampling needs no more."""
+    return float(f"{x:.4g}")
+
+
 _ORT_MATMUL = {"MatMul", "FusedMatMul", "MatMulInteger", "MatMulIntegerToFloat", "DynamicQuantizeMatMul",
                "QLinearMatMul", "MatMulNBits"}
 _ORT_GEMM = {"Gemm", "FusedGemm", "QGemm"}

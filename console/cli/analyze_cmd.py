@@ -98,6 +98,7 @@ def main(args: argparse.Namespace) -> int:
         writer.close()
     report = _run_report(record, spec)
     report.update(_analysis(record, spec, card, card_note))
+    report["repeats"] = _repeats(record, report.get("bottleneck"), args)
     trace_failed = False
     if trace is not None:
         report["trace_file"] = _copy_trace(report["profile"], trace)
@@ -131,6 +132,17 @@ def _analysis(record: dict[str, Any], spec, card: dict[str, Any] | None, card_no
     return {"ops": profile_view.annotated_ops(record.get("ops") or [], card, spec.precision),
             "profile": {**profile, "notes": notes} if profile else None, "machine": card,
             "bottleneck": verdict}
+
+
+def _repeats(record: dict[str, Any], verdict: dict[str, Any] | None, args: argparse.Namespace
+             ) -> dict[str, Any] | None:
+    """Whether the earlier analyses of this configuration (its fingerprint in the history) gave the same class
+    (console.analysis.verdict_stability.repeat_agreement); None without a verdict."""
+    if not verdict or not record.get("run_id"):
+        return None
+    from console.analysis.verdict_stability import earlier_verdicts, repeat_agreement
+
+    return repeat_agreement(earlier_verdicts(db_path(args), record["run_id"]), current=verdict)
 
 
 def _machine_card(target: str, args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
@@ -233,6 +245,15 @@ def _print_analysis(report: dict[str, Any]) -> None:
         print(f"\n  verdict: {verdict['sentence']}")
         if verdict["recommendation"] not in verdict["sentence"]:
             print(f"  {verdict['recommendation']}")
+        stability = verdict.get("stability") or {}
+        if stability.get("available"):
+            split = ", ".join(f"{name} {'<1%' if share < 0.01 else format(share, '.0%')}"
+                              for name, share in stability["classes"].items())
+            print(f"  stability: {split} of {stability['resamples']} resamples of the profiled iterations")
+        elif stability:
+            print(f"  stability: not available ({stability.get('reason')})")
+        if report.get("repeats"):
+            print(f"  repeats: {report['repeats']['text']}")
     if profile.get("trace_path"):
         print(f"  trace: {profile['trace_path']}" + (f" (copied to {report['trace_file']})"
                                                       if report.get("trace_file") else ""))

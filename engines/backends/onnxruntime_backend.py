@@ -423,16 +423,21 @@ def _profiler(ort, spec: RunSpec, path: Path, providers, provider: str, provider
             infer, close = _runner(session, feeds, used[0] if used else provider, provider_options, ort)
             try:
                 infer()  # the first run: allocations and pre-packing, left out below
+                walls = []
                 started = time.perf_counter()
                 for _ in range(iterations):
+                    began = time.perf_counter()
                     infer()
+                    walls.append(time.perf_counter() - began)
                 wall_s = time.perf_counter() - started
             finally:
                 close()
             with open(session.end_profiling(), encoding="utf-8") as handle:
                 trace = json.load(handle)
             del session
-        ops = profiling.aggregate(profiling.ort_calls(trace, skip_runs=1), profiling.ORT_METHOD)
+        calls = profiling.ort_calls(trace, skip_runs=1)
+        ops = profiling.aggregate(calls, profiling.ORT_METHOD)
+        per_iteration = profiling.iteration_table(calls, walls)  # each node's model_run: resampled for stability
         if trace_path:
             with open(trace_path, "w", encoding="utf-8") as handle:
                 json.dump({"traceEvents": trace, "displayTimeUnit": "ms"}, handle)
@@ -441,7 +446,8 @@ def _profiler(ort, spec: RunSpec, path: Path, providers, provider: str, provider
                  "wall_s minus op_time_s is time outside the nodes (session.run, input and output handling)"]
         if PROVIDER_DEVICE.get(used[0] if used else provider) == "cuda":
             notes.append("on a GPU provider, node times are what the host sees of each node, not kernel times")
-        return profiling.profile_event("onnxruntime", iterations, wall_s, ops, trace_path, notes)
+        return profiling.profile_event("onnxruntime", iterations, wall_s, ops, trace_path, notes,
+                                       per_iteration=per_iteration)
 
     return profile
 
