@@ -390,6 +390,12 @@ class SummaryCard(QtWidgets.QFrame):
         self._message.hide()
         self.copy_action.setEnabled(True)
 
+    def add_under_finding(self, widget: QtWidgets.QWidget) -> None:
+        """Put `widget` right under the bottleneck verdict (the Confirm action: its outcome belongs beside the
+        sentence it confirms or refutes); the page shows and hides it."""
+        layout = self.layout()
+        layout.insertWidget(layout.indexOf(self._finding) + 1, widget)
+
     def _show_cores(self, partition: dict | None, console_cpu: dict | None) -> None:
         """"Cores: worker CPUs 1, console CPUs 0 … · the console used 3.1% of a core while measuring"."""
         text = (partition or {}).get("text") if isinstance(partition, dict) else None

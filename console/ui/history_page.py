@@ -23,6 +23,7 @@ from console.ui.run_page import put_markdown_on_clipboard
 from console.ui.run_plots import RunPlots
 from console.ui.settings import Settings
 from widgets import theme
+from widgets.confirm_panel import ConfirmPanel
 from widgets.history_filters import HistoryFilters
 from widgets.history_table import HistoryTable
 from widgets.summary_card import SummaryCard
@@ -59,6 +60,7 @@ class HistoryPage(QtWidgets.QWidget):
     sig_compare_requested = QtCore.Signal(list)  # run ids, in the table's order: the window opens the Compare page
     sig_rerun_requested = QtCore.Signal(dict)  # a stored run's spec: the window starts it like the Run page does
     sig_report_requested = QtCore.Signal(list)  # run ids, in the table's order: the window writes their report
+    sig_run_opened = QtCore.Signal(object)  # the run just opened, the page's own dict: the Confirm action updates it
 
     # ---- Public API
     def __init__(self, store: HistoryStore | None, parent: QtWidgets.QWidget | None = None):
@@ -84,6 +86,9 @@ class HistoryPage(QtWidgets.QWidget):
         self.sections.addTab(runs, "Runs")
         self.sections.addTab(self.sweeps, "Sweeps")
         self.summary = SummaryCard()
+        self.confirm_panel = ConfirmPanel()  # the verdict's Confirm action (console.ui.confirm_action drives it)
+        self.summary.add_under_finding(self.confirm_panel)
+        self.confirm_panel.hide()
         self.plots = RunPlots()
         detail = QtWidgets.QWidget()
         detail_layout = QtWidgets.QHBoxLayout(detail)
@@ -174,6 +179,7 @@ class HistoryPage(QtWidgets.QWidget):
             self.summary.set_message(f"Run {run['run_id'][:8]} is damaged in the history: "
                                      f"{damage.describe(run['damaged'])}. Its latencies are shown; the commands "
                                      f"that list runs skip it. Fix: {damage.RESTORE}.", error=True)
+        self.sig_run_opened.emit(run)
 
     def copy_markdown(self) -> str:
         """Put the opened run's summary on the clipboard as Markdown; returns the text ("" when none is open)."""

@@ -50,6 +50,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         self._discovery = self._inspection = self._cluster = None
         self._code_files: dict[str, bool] = {}  # model file → it is code (TorchScript), from its inspection
         self._analyze_card = None  # console.ui.analyze_card.CardBeforeAnalyze, made by the first Analyze
+        self.confirm = None  # console.ui.confirm_action.ConfirmAction: the verdict's Confirm (Run and History pages)
         self._pending_shortcuts: list[tuple[QtGui.QAction, Any]] = []  # set by attach(), see _action
         self.tabs = QtWidgets.QTabWidget()
         for info in self.page_infos:
@@ -162,6 +163,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
             self.paint_budget = PaintBudget(self.settings.paint_rates(), workspace.telemetry_hz, parent=self)
             self.controller.sig_event.connect(self.paint_budget.handle)
             self.sweep_page.sig_run_event.connect(self.paint_budget.handle, QtCore.Qt.ConnectionType.QueuedConnection)
+        self._attach_confirm()
         self.history_page.reload()
         if workspace.startup_error:
             error = workspace.startup_error
@@ -365,9 +367,44 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         if self._analyze_card is not None and self._analyze_card.cancel():  # Analyze still waits for its card
             self.status.showMessage("Analyze cancelled before its run started")
             return
+        if self.confirm is not None and self.confirm.cancel():  # a verdict's confirmation rounds
+            self.status.showMessage("Cancelling the confirmation… (the round measuring now is stopped)")
+            return
         if self.controller is not None and self.controller.busy:
             self.controller.stop()
             self.status.showMessage("Stopping… (the worker stops between iterations)")
+
+    def confirm_verdict(self) -> bool:
+        """Run ▸ Confirm verdict: confirm the run the History page shows when it is in front, else the Run
+        page's (console.ui.confirm_action); False when nothing started (the reason is in the status bar)."""
+        if self.confirm is None:
+            return False
+        history = self.tabs.currentWidget() is self.history_page and self.history_page.opened_run_id
+        return self.confirm.confirm("history" if history else "run")
+
+    def _attach_confirm(self) -> None:
+        """The Confirm action beside the verdict, on the Run page (the run just finished) and the History page
+        (the run opened): the rounds run on the window's core partition, never beside a run or a sweep."""
+        from console.ui.confirm_action import ConfirmAction
+
+        self.confirm = ConfirmAction(self.workspace, card=self._machine_card, trusts_code=self._trusts_code,
+                                     say=self.status.showMessage, parent=self)
+        self.confirm.bind("run", self.run_page.confirm_panel)
+        self.confirm.bind("history", self.history_page.confirm_panel)
+        self.history_page.sig_run_opened.connect(lambda run: self.confirm.show("history", run))
+        self.confirm.sig_stored.connect(lambda _run_id: self.history_page.reload())
+        if self.controller is not None:
+            self.controller.sig_event.connect(self._confirm_follows_run)
+
+    def _confirm_follows_run(self, event: dict[str, Any]) -> None:
+        """The Run page's panel belongs to the run it shows: hidden when a run starts, its verdict's once done."""
+        kind = event.get("type")
+        if kind == "started":
+            self.confirm.show("run", None)
+        elif kind == "finished":
+            self.confirm.show("run", event)
+        elif kind == "phase":
+            self.confirm.refresh()
 
     # ---- Private API
     def _build_menus(self) -> None:
@@ -380,6 +417,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         self._action(run_menu, "&Start run", "Ctrl+R", lambda: self.start_run())
         self._action(run_menu, "&Analyze run (profile apart)", "Ctrl+Shift+R", lambda: self.analyze_run())
         self._action(run_menu, "S&top run", "Esc", self.stop_run)
+        self._action(run_menu, "Con&firm verdict (run its experiments)", "Ctrl+Shift+K", self.confirm_verdict)
         run_menu.addSeparator()
         self._action(run_menu, "&Open model file…", QtGui.QKeySequence.StandardKey.Open,
                      lambda: self.run_page and self.open_model_dialog())
@@ -598,6 +636,8 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
             self.sweep_page.shutdown()
         if self._analyze_card is not None:
             self._analyze_card.shutdown()
+        if self.confirm is not None:
+            self.confirm.shutdown()  # its round measuring now is cancelled; nothing is stored
         if hasattr(self.pages.get("machine"), "shutdown"):
             self.pages["machine"].shutdown()  # its card measurement or noise check still under way
         self.settings.save_window(self)

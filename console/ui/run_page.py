@@ -12,6 +12,7 @@ from console.analysis.summary_markdown import run_markdown
 from console.ui.run_plots import RunPlots
 from engines import phases
 from widgets import live_plot, theme
+from widgets.confirm_panel import ConfirmPanel
 from widgets.doctor_view import NoiseBanner
 from widgets.formatting import format_number
 from widgets.input_editor import InputEditor
@@ -39,6 +40,9 @@ class RunPage(QtWidgets.QWidget):
         self.inputs = InputEditor()
         self.progress = PhaseProgress()
         self.summary = SummaryCard()
+        self.confirm_panel = ConfirmPanel()  # the verdict's Confirm action (console.ui.confirm_action drives it)
+        self.summary.add_under_finding(self.confirm_panel)
+        self.confirm_panel.hide()
         self.plots = RunPlots()
         # The stored machine card for a target (efficiency and bound columns); set by the window, None: no roofs.
         self.machine_card: Callable[[str], dict[str, Any] | None] | None = None

@@ -17,10 +17,11 @@ if TYPE_CHECKING:
     from console.history import HistoryStore, HistoryWriter
     from console.telemetry.hub import TelemetryHub
 
-RUN, SWEEP, MACHINE = "run", "sweep", "machine card"
-_KINDS = (RUN, SWEEP, MACHINE)
+RUN, SWEEP, MACHINE, CONFIRM = "run", "sweep", "machine card", "confirmation"
+_KINDS = (RUN, SWEEP, MACHINE, CONFIRM)
 _STOP = {RUN: "let it finish (or stop it, Esc)", SWEEP: "stop it first (Stop on the Sweeps page)",
-         MACHINE: "let the machine card's measurement finish (Machine page)"}
+         MACHINE: "let the machine card's measurement finish (Machine page)",
+         CONFIRM: "let it finish (or Cancel it beside the verdict, Esc)"}
 # (what is asked for, what is measuring) → (dialog title, why and what to do); the machine card's pairs follow.
 _REFUSALS = {
     (RUN, RUN): ("Run in progress", "A run is already in progress: stop it first (Esc)."),
@@ -32,6 +33,10 @@ _REFUSALS = {
     **{(kind, busy): (f"{busy.capitalize()} in progress", f"A {busy} is measuring: {_STOP[busy]}, so the two do "
                                                           "not disturb each other's figures.")
        for kind in _KINDS for busy in _KINDS if MACHINE in (kind, busy)},
+    # a verdict's confirmation rounds (console.ui.confirm_action) use the run's cores, so nothing else measures
+    **{(kind, busy): (f"{busy.capitalize()} in progress", f"A {busy} is measuring: {_STOP[busy]}, so the two do "
+                                                          "not disturb each other's figures.")
+       for kind in _KINDS for busy in _KINDS if CONFIRM in (kind, busy) and MACHINE not in (kind, busy)},
 }
 
 
@@ -119,7 +124,7 @@ class Workspace:
 
     @property
     def measuring(self) -> str | None:
-        """"run", "sweep", "machine card", or None when nothing is measuring."""
+        """"run", "sweep", "machine card", "confirmation", or None when nothing is measuring."""
         return self._measuring
 
     def check_free(self, kind: str) -> None:

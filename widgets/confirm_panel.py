@@ -1,0 +1,191 @@
+"""The Confirm action beside a run's bottleneck verdict: the button, the confirmation's progress and Cancel while
+it runs, then its outcome and its experiments.
+
+A view only (no console, no engines): the window's console.ui.confirm_action decides whether the button is
+enabled (and says why not), runs the rounds and hands the words and table rows here. Why a panel of its own under
+the verdict rather than a dialog: the outcome belongs next to the sentence it confirms or refutes, on the Run page
+for a run just analysed and on the History page when the run is opened again.
+"""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from widgets import theme
+
+BUTTON_TEXT = "Confirm verdict"
+# outcome (console.analysis.confirm.outcome) → the colour its headline takes
+_OUTCOME_COLOURS = {"confirmed": "good", "refuted": "bad", "undecided": "warn", "failed": "bad"}
+
+
+def _colour(outcome: str) -> str:
+    kind = _OUTCOME_COLOURS.get(outcome, "muted")
+    return {"good": theme.GOOD, "bad": theme.BAD, "muted": theme.MUTED,
+            "warn": theme.STATUS_COLORS.get("interrupted", theme.BAD)}[kind]
+
+
+class ConfirmPanel(QtWidgets.QWidget):
+    """[Confirm verdict] (and a muted reason when it cannot run), progress and [Cancel] while it runs, then the
+    outcome headline, its sentence and the experiments table (intervention, predicted, measured, rounds,
+    outcome)."""
+
+    sig_confirm_requested = QtCore.Signal()
+    sig_cancel_requested = QtCore.Signal()
+
+    # ---- Public API
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("confirm_panel")
+        self.button = QtWidgets.QPushButton(BUTTON_TEXT)
+        self.button.setObjectName("confirm_button")
+        self.button.clicked.connect(self.sig_confirm_requested)
+        self.cancel_button = QtWidgets.QPushButton("Cancel")
+        self.cancel_button.setObjectName("confirm_cancel")
+        self.cancel_button.setToolTip("Stop the confirmation: the round measuring now is cancelled and nothing is "
+                                      "stored (Esc)")
+        self.cancel_button.clicked.connect(self.sig_cancel_requested)
+        self.cancel_button.hide()
+        self._reason = self._label(theme.SMALL_PT, muted=True, name="confirm_reason")
+        row = QtWidgets.QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.button)
+        row.addWidget(self.cancel_button)
+        row.addWidget(self._reason, 1)
+        self._progress_text = self._label(theme.SMALL_PT, muted=False, name="confirm_progress")
+        self.bar = QtWidgets.QProgressBar()
+        self.bar.setObjectName("confirm_bar")
+        self.bar.setRange(0, 1000)
+        self.bar.setTextVisible(False)
+        self.bar.setMaximumHeight(6)
+        self.bar.hide()
+        self._headline = self._label(theme.BASE_PT, muted=False, name="confirm_headline", bold=True)
+        self._sentence = self._label(theme.SMALL_PT, muted=False, name="confirm_sentence")
+        self.table = QtWidgets.QTableWidget(0, 0)
+        self.table.setObjectName("confirm_table")
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
+        self.table.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
+        self.table.verticalHeader().hide()
+        self.table.setWordWrap(True)
+        self.table.setFont(theme.font(theme.SMALL_PT))
+        self.table.horizontalHeader().setFont(theme.font(theme.SMALL_PT))
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.hide()
+        self._notes = self._label(theme.SMALL_PT, muted=True, name="confirm_notes")
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 2)
+        layout.setSpacing(4)
+        layout.addLayout(row)
+        layout.addWidget(self._progress_text)
+        layout.addWidget(self.bar)
+        layout.addWidget(self._headline)
+        layout.addWidget(self._sentence)
+        layout.addWidget(self.table)
+        layout.addWidget(self._notes)
+
+    def set_available(self, available: bool, why: str = "", tip: str = "") -> None:
+        """Enable the button, or disable it with `why` on hover and in muted words beside it."""
+        self.button.setEnabled(available)
+        self.button.setToolTip(tip if available else why)
+        self._reason.setText("" if available else why)
+        self._reason.setToolTip(why)
+        self._reason.setVisible(bool(not available and why))
+
+    def show_progress(self, text: str, fraction: float | None = None) -> None:
+        """While the rounds run: the line (which experiment, which round of how many) and the bar (None: busy)."""
+        self.button.hide()
+        self._reason.hide()
+        self.cancel_button.show()
+        self.cancel_button.setEnabled(True)
+        self._progress_text.setText(text)
+        self._progress_text.show()
+        if fraction is None:
+            self.bar.setRange(0, 0)
+        else:
+            self.bar.setRange(0, 1000)
+            self.bar.setValue(int(1000 * min(max(fraction, 0.0), 1.0)))
+        self.bar.show()
+
+    def show_cancelling(self) -> None:
+        self.cancel_button.setEnabled(False)
+        self._progress_text.setText("Cancelling: the round measuring now is being stopped…")
+
+    def end_progress(self) -> None:
+        """The rounds are over (done, failed or cancelled): the button comes back."""
+        self.cancel_button.hide()
+        self.bar.hide()
+        self._progress_text.hide()
+        self.button.show()
+
+    def show_result(self, outcome: str, headline: str, sentence: str = "", headers: list[str] | None = None,
+                    rows: list[list[str]] | None = None, notes: list[str] | None = None) -> None:
+        """The outcome's headline (coloured by `outcome`), its sentence, the experiments and the notes."""
+        self._headline.setText(headline)
+        self._headline.setStyleSheet(f"color: {_colour(outcome)};")
+        self._headline.show()
+        self._sentence.setText(sentence)
+        self._sentence.setVisible(bool(sentence))
+        self._fill(headers or [], rows or [])
+        self._notes.setText("\n".join(f"• {n}" for n in notes or []))
+        self._notes.setVisible(bool(notes))
+
+    def clear_result(self) -> None:
+        for label in (self._headline, self._sentence, self._notes, self._progress_text):
+            label.clear()
+            label.hide()
+        self.table.setRowCount(0)
+        self.table.hide()
+
+    # Read back (tests, and a page that copies what is shown)
+    def headline_text(self) -> str:
+        return self._headline.text() if not self._headline.isHidden() else ""
+
+    def sentence_text(self) -> str:
+        return self._sentence.text() if not self._sentence.isHidden() else ""
+
+    def progress_text(self) -> str:
+        return self._progress_text.text() if not self._progress_text.isHidden() else ""
+
+    def reason_text(self) -> str:
+        return self._reason.text() if not self._reason.isHidden() else ""
+
+    def notes_text(self) -> str:
+        return self._notes.text() if not self._notes.isHidden() else ""
+
+    def cell_text(self, row: int, column: int) -> str:
+        item = self.table.item(row, column)
+        return item.text() if item is not None else ""
+
+    # ---- Private API
+    def _fill(self, headers: list[str], rows: list[list[str]]) -> None:
+        self.table.clear()
+        self.table.setColumnCount(len(headers))
+        self.table.setHorizontalHeaderLabels(headers)
+        self.table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, text in enumerate(row):
+                item = QtWidgets.QTableWidgetItem(text)
+                item.setToolTip(text)
+                if c == len(row) - 1 and rows:  # the outcome cell takes its colour
+                    colour = {"as predicted": theme.GOOD, "not as predicted": theme.BAD}.get(text)
+                    if colour:
+                        item.setForeground(QtGui.QColor(colour))
+                self.table.setItem(r, c, item)
+        self.table.setVisible(bool(rows))
+        if rows:
+            self.table.resizeColumnsToContents()
+            self.table.resizeRowsToContents()
+            height = self.table.horizontalHeader().height() + sum(self.table.rowHeight(r) for r in range(len(rows)))
+            self.table.setFixedHeight(height + 2 * self.table.frameWidth() + 2)
+
+    def _label(self, points: int, muted: bool, name: str, bold: bool = False) -> QtWidgets.QLabel:
+        label = QtWidgets.QLabel()
+        label.setObjectName(name)
+        label.setWordWrap(True)
+        label.setFont(theme.font(points, bold=bold))
+        label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        if muted:
+            label.setStyleSheet(f"color: {theme.MUTED};")
+        label.hide()
+        return label
