@@ -14,6 +14,8 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("peak_flops.bf16", "Peak FLOP/s bf16", "flops"),
     ("memory_bandwidth_gbs", "Memory bandwidth", "gbs"),
     ("device_memory_bandwidth_gbs", "Device memory bandwidth", "gbs"),
+    ("compute_thread_gain", "Gain from 2nd thread, GEMM", "ratio"),
+    ("stream_thread_gain", "Gain from 2nd thread, memory", "ratio"),
     ("h2d_gbs.pinned", "Host→device, pinned", "gbs"),
     ("h2d_gbs.pageable", "Host→device, pageable", "gbs"),
     ("call_floor_us.torch", "Per-call floor, torch", "us"),
@@ -27,6 +29,8 @@ ROWS: tuple[tuple[str, str, str], ...] = (
 )
 _METHOD_OF = {"caches": "caches", "llc_bytes": "caches", "noise_floor": "noise_floor"}
 _NO_NOISE_FLOOR = "this card predates the noise floor: measure a new one (labconsole machine --refresh)"
+_NO_THREAD_GAIN = ("this card predates the thread gains (rate at 2 threads ÷ at 1): measure a new one "
+                   "(labconsole machine --refresh)")
 
 
 # ---- Public API
@@ -54,6 +58,8 @@ def ceiling_rows(card: dict[str, Any], keys: list[tuple[str, str, str]] | None =
             reason = card["storage"].get("reason", "")
         if key == "noise_floor.spread":
             text, reason = _noise_floor(card, text, reason)
+        if key.endswith("_thread_gain") and key not in card:
+            reason = _NO_THREAD_GAIN
         rows.append({"key": key, "label": label, "value": value, "text": text,
                      "spread": format_spread(spread, kind), "method": _method(card, key), "reason": reason,
                      "noise": ((spread or {}).get("note") or "") if value is not None else ""})
@@ -71,7 +77,7 @@ def lookup(card: dict[str, Any], key: str) -> Any:
 
 
 def format_value(value: float | int | None, kind: str) -> str:
-    """A ceiling with its unit at a readable scale: 41.2 GFLOP/s, 5.31 GB/s, 21.9 µs, 8 MiB."""
+    """A ceiling with its unit at a readable scale: 41.2 GFLOP/s, 5.31 GB/s, 21.9 µs, 8 MiB, ×1.93 (a ratio)."""
     if value is None:
         return MISSING
     if kind == "flops":
@@ -80,6 +86,8 @@ def format_value(value: float | int | None, kind: str) -> str:
         return _scaled(value * 1e9, "B/s", ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")))
     if kind == "fraction":
         return f"{value * 100:.1f}%"
+    if kind == "ratio":
+        return f"×{_three(value)}"
     if kind == "us":
         return f"{_three(value)} µs"
     if kind == "bytes":

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engines.machine import compute, devices, floors, memory, noise
+from engines.machine import compute, devices, floors, memory, noise, threads
 from engines.machine.caches import cache_sizes
 from engines.machine.errors import MachineError, Unavailable
 from engines.machine.repeat import GOAL, MAX_REPEATS, until_precise
@@ -49,6 +49,10 @@ QUICK = Sizes({"cpu": 256, "cuda": 1024}, 256, 0.05, 0.02, 4 * MIB, 5, 20, 4 * M
 # Each figure repeats (at least `repeats` times) until its median's 95% interval is within ±GOAL, for at most this
 # long (engines/machine/repeat.py); quick cards check the machinery, so their cap is short.
 FIGURE_CAP_S = {False: 10.0, True: 0.2}
+# The thread gains (engines/machine/threads.py) are ratios of two rates measured side by side: a shorter cap each,
+# so the two add about 3–5 s to a full card on a quiet machine and at most ~2 × 5 s plus set-up on a noisy one.
+GAIN_CAP_S = {False: 5.0, True: 0.2}
+GAINS = ("compute_thread_gain", "stream_thread_gain")
 
 
 # ---- Public API
@@ -69,6 +73,7 @@ def measure_card(target: str = "cpu", storage_dir: str | None = None, repeats: i
     _caches(card, device, torch)
     _peak_flops(card, device, torch, sizes)
     _memory(card, device, torch, sizes, quick)
+    _thread_gains(card, device, torch, sizes, quick)
     _floors(card, device, torch, sizes)
     _storage(card, storage_dir, sizes)
     _host_to_device(card, device, torch, sizes)
@@ -88,18 +93,20 @@ class _Card:
             "host": socket.gethostname(), "measured_at": _utc_now(), "quick": quick, "repeats": repeats,
             "peak_flops": {}, "memory_bandwidth_gbs": None, "call_floor_us": {}, "llc_bytes": None, "caches": {},
             "storage_read_gbs": None, "storage": None, "h2d_gbs": None, "device_memory_bandwidth_gbs": None,
+            "compute_thread_gain": None, "stream_thread_gain": None,
             "noise_floor": None, "spread": {}, "method": {}, "not_available": {},
             "precision": {"goal": GOAL, "level": 0.95, "cap_s": FIGURE_CAP_S[quick], "minimum_repeats": repeats}}
 
     def say(self, text: str) -> None:
         self.progress(text)
 
-    def ceiling(self, key: str, label: str, setup: Callable[[], Any], method: Callable[[Any], str]) -> float | None:
+    def ceiling(self, key: str, label: str, setup: Callable[[], Any], method: Callable[[Any], str],
+                cap_s: float | None = None) -> float | None:
         """Set up the measurement (may raise Unavailable), measure it `repeats` times, store value and spread."""
         self.say(f"{label}: preparing")
         try:
             measurement = setup()
-            value, spread, _ = until_precise(measurement.once, self.repeats, max_s=self.cap_s,
+            value, spread, _ = until_precise(measurement.once, self.repeats, max_s=cap_s or self.cap_s,
                                              max_repeats=max(MAX_REPEATS, self.repeats),
                                              on_repeat=lambda i: self.say(f"{label}: repeat {i + 1}"))
         except Unavailable as exc:
@@ -191,6 +198,59 @@ def _memory(card: _Card, device: devices.Device, torch: Any, sizes: Sizes, quick
     else:
         card.data["not_available"]["device_memory_bandwidth_gbs"] = \
             f"no GPU on this target ({device.target}): its memory is the host's, see memory_bandwidth_gbs"
+
+
+def _thread_gains(card: _Card, device: devices.Device, torch: Any, sizes: Sizes, quick: bool) -> None:
+    """The fp32 GEMM's and the memory-bandwidth kernel's rate at 2 threads ÷ at 1 (engines/machine/threads.py):
+    what a second core gives this machine, the yardstick the confirmation's threads ×2 is held against."""
+    if device.kind != "cpu":
+        for key in GAINS:
+            card.unavailable(key, f"the kernels run on {device.target}, not on host threads: a second CPU thread "
+                                  "does not change their rate")
+        return
+    why = threads.second_core()
+    if why is not None:
+        for key in GAINS:
+            card.unavailable(key, why)
+        return
+    cap_s, pair = GAIN_CAP_S[quick], "rate at 2 intra-op threads ÷ at 1, batches side by side (alternating first)"
+    n = sizes.matmul_n["cpu"]
+    _gain(
+        card, "compute_thread_gain", "thread gain, GEMM",
+        lambda: threads.ThreadGain(torch, lambda: compute.MatmulCeiling(
+            torch, device, torch.float32, n, sizes.matmul_probe_n, sizes.matmul_call_s, sizes.repeat_s)),
+        lambda g: (f"torch.matmul {g.measurement.n}×{g.measurement.n} fp32, {pair}, "
+                   f"{_calls(g.measurement.batch.calls)} a batch"), cap_s=cap_s)
+    try:
+        array_bytes, why_size = memory.stream_array_bytes(card.data["llc_bytes"], sizes.stream_min_bytes, quick)
+    except Unavailable as exc:
+        card.unavailable("stream_thread_gain", exc.reason)
+        return
+    _gain(
+        card, "stream_thread_gain", "thread gain, memory bandwidth",
+        lambda: threads.ThreadGain(torch, lambda: memory.StreamCeiling(torch, device, array_bytes, sizes.repeat_s)),
+        lambda g: (f"torch.add(a, b, out=c) float32, {why_size}, {pair}, "
+                   f"{_calls(g.measurement.batch.calls)} a batch"), cap_s=cap_s)
+
+
+def _gain(card: _Card, key: str, label: str, setup: Callable[[], Any], method: Callable[[Any], str],
+          cap_s: float) -> None:
+    """One thread gain, with how busy the worker's CPUs were meanwhile (card["thread_gain_load"][key]); measured
+    while other processes used BUSY_CORES or more, the figure is theirs, not the machine's: None, with the value
+    measured and the load in the reason."""
+    load = threads.OtherLoad()
+    load.start()
+    value = card.ceiling(key, label, setup, method, cap_s=cap_s)
+    seen = load.stop()
+    card.data.setdefault("thread_gain_load", {})[key] = seen
+    if value is None:
+        return
+    if seen is None:
+        card.data["method"][key] += "; other processes' load on the worker's CPUs unknown (no /proc/stat)"
+    elif seen["other_cores"] >= threads.BUSY_CORES:
+        card.unavailable(key, f"measured ×{value:.2f} while other processes used {seen['other_cores']:.2f} of a core "
+                              f"on the worker's CPUs: the second thread waited for them, so this is not the "
+                              f"machine's gain (measure again on a quiet machine: labconsole machine --refresh)")
 
 
 def _floors(card: _Card, device: devices.Device, torch: Any, sizes: Sizes) -> None:
