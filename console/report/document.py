@@ -181,6 +181,16 @@ def _confirmation(block: Any) -> list[Block]:
     return out
 
 
+def _stability(block: dict[str, Any] | None) -> str:
+    """The verdict's resampled stability (console.analysis.verdict_stability) as one cell."""
+    if not block:
+        return "not available (judged before verdicts were resampled)"
+    if not block.get("available"):
+        return f"not available ({block.get('reason')})"
+    split = ", ".join(f"{name} {share:.0%}" for name, share in (block.get("classes") or {}).items())
+    return f"{split} of {block.get('resamples')} resamples of the profiled iterations"
+
+
 def _analysis(view: RunView, report: Report) -> list[Block]:
     blocks = [Block("heading", f"Bottleneck of run {view.letter}")]
     verdict = view.summary.get("bottleneck")
@@ -189,6 +199,7 @@ def _analysis(view: RunView, report: Report) -> list[Block]:
         evidence = verdict.get("evidence") or {}
         rows = [[str(key).replace("_", " "), _short(value)] for key, value in evidence.items()]
         rows += [["confidence", f"{verdict.get('confidence', 0):.0%}"],
+                 ["stability", _stability(verdict.get("stability"))],
                  ["recommendation", str(verdict.get("recommendation") or "")],
                  ["runner-up", str(verdict.get("secondary") or "none")]]
         blocks.append(Block("table", headers=["Evidence", "Value"], rows=rows))
