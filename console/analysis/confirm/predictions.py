@@ -39,6 +39,10 @@ COMPUTE_THREADS_SPEEDUP = 1.6  # a second thread on its own core gives ≥ 1.6×
 CACHE_THREADS_SPEEDUP = 1.4  # cache-resident work still scales with threads (each core has its own L1/L2)
 HOST_THREADS = (0.85, 1.5)  # tiny ops do not parallelise: no speed-up, maybe a slow-down
 STREAM_GAIN_SLACK = 1.15  # "little more than the machine's own STREAM gain"
+# With the card's GEMM gain (rate at 2 threads ÷ at 1), compute's threads ×2 speed-up is held to this share of it
+# instead of the fixed 1.6×: a model's arithmetic gains less than a bare GEMM (its serial parts, its smaller ops) —
+# 20% serial time leaves 1.64× of a 1.95× GEMM gain — but more than any bandwidth-bound work can.
+COMPUTE_GAIN_SHARE = 0.8
 INFINITY = math.inf
 
 
@@ -70,11 +74,13 @@ class Prediction:
 @dataclass(frozen=True)
 class Context:
     """What the predictions need beyond the axis: the working set of the largest op and the last-level cache
-    (bytes, from the verdict's evidence), and the card's STREAM gain from a second thread when it has one."""
+    (bytes, from the verdict's evidence), and the card's gains from a second thread (memory-bandwidth kernel and
+    GEMM, 1 → 2 threads, engines/machine/threads.py) when it has them."""
 
     working_set: float | None = None
     llc: float | None = None
     stream_thread_gain: float | None = None
+    compute_thread_gain: float | None = None
 
     @classmethod
     def from_run(cls, verdict: dict[str, Any] | None, ops: list[dict[str, Any]] | None = None,
@@ -91,9 +97,8 @@ class Context:
 
             known = llc_bytes(card)
             llc = float(known) if known else None
-        gain = (card or {}).get("stream_thread_gain")
-        return cls(working_set=working, llc=llc,
-                   stream_thread_gain=float(gain) if isinstance(gain, (int, float)) and gain > 0 else None)
+        return cls(working_set=working, llc=llc, stream_thread_gain=_gain(card, "stream_thread_gain"),
+                   compute_thread_gain=_gain(card, "compute_thread_gain"))
 
 
 def largest_op_bytes(ops: list[dict[str, Any]], matters: float = 0.05) -> float | None:
@@ -164,6 +169,11 @@ def _cache(axis: Axis, context: Context) -> Prediction | str:
 
 def _threads(cls: str, context: Context) -> Prediction | str:
     if cls == "compute":
+        if context.compute_thread_gain is not None:
+            least = COMPUTE_GAIN_SHARE * context.compute_thread_gain
+            return Prediction(cls, min(1.0 / 2.5, 1.0 / least), 1.0 / least,
+                              f"arithmetic scales with cores: a second thread gives ≥ {least:.3g}× "
+                              f"({COMPUTE_GAIN_SHARE:g} of the card's GEMM gain ×{context.compute_thread_gain:.3g})")
         return Prediction(cls, 1.0 / 2.5, 1.0 / COMPUTE_THREADS_SPEEDUP,
                           f"arithmetic scales with cores: a second thread gives ≥ {COMPUTE_THREADS_SPEEDUP}×")
     if cls == "cache-resident":
@@ -175,9 +185,15 @@ def _threads(cls: str, context: Context) -> Prediction | str:
     if gain is None:
         return ("memory-bandwidth: the machine card has no STREAM gain from a second thread to hold the speed-up "
                 "against")
-    return Prediction(cls, 1.0 / (STREAM_GAIN_SLACK * gain), 1.1,
+    return Prediction(cls, min(1.0, 1.0 / (STREAM_GAIN_SLACK * gain)), 1.1,
                       f"bandwidth saturates: a second thread gives little more than the card's STREAM gain "
                       f"(×{gain:.3g})")
+
+
+def _gain(card: dict[str, Any] | None, key: str) -> float | None:
+    """A card's thread gain (a positive number), else None: older cards lack it, a busy or one-core one has None."""
+    gain = (card or {}).get(key)
+    return float(gain) if isinstance(gain, (int, float)) and not isinstance(gain, bool) and gain > 0 else None
 
 
 def _bytes(mb: Any) -> float | None:
