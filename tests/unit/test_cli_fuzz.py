@@ -10,8 +10,9 @@ The contract, for every command line:
 - the exit status is 0, 1, 2 or 3 — nothing escapes main(), no "Traceback (most recent call last)" is printed;
 - one line in three, standard output is a full disk or a pipe whose reader left: a command that wrote to it exits
   1 with "cannot write to standard output: No space left on device", or 141 and nothing more, whatever it did;
-- a non-zero exit says why on stderr (compare --fail-on and regressions may answer 1 or 3 on stdout alone:
-  "slower", "a step", "cannot tell");
+- a non-zero exit says why on stderr, in one line, the last (`labconsole: error: …`, `labconsole CMD: error: …`
+  after argparse's usage, `labconsole: cannot judge: …`); compare --fail-on and regressions may answer 1 or 3 on
+  stdout alone ("slower", "a step", "cannot tell");
 - a refusal (non-zero) creates nothing and replaces nothing in the example's folder; device nodes and FIFOs stay
   what they were whatever the exit;
 - the commands that only read leave the history's bytes as they were, and create no file but their --out;
@@ -440,6 +441,10 @@ def _problems(name: str, args: list[Arg], outcome: Outcome, before: dict, after:
     answers = name in ("compare", "regressions") and code in (1, 3)  # the answer (or why none) is the document
     if code and not (outcome.err.strip() or (answers and outcome.out.strip())):
         problems.append(f"exit {code} with nothing on stderr")
+    lines = [line for line in outcome.err.splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith("labconsole") and ("error" in line or "cannot judge" in line)]
+    if code and lines and (len(said) != 1 or lines[-1] != said[0]):
+        problems.append(f"exit {code} without its reason as one last line on stderr")
     for node in NODES:
         if after.get(node, (None, None))[:2] != before[node][:2]:
             problems.append(f"the {node} in the folder was replaced")
