@@ -72,13 +72,19 @@ def cases(llc: int) -> list[Case]:
 
 @pytest.fixture(scope="module")
 def card():
-    """The card at one intra-op thread, as every run here is (set explicitly: what an earlier benchmark left in this
-    process must not decide it), measured again once when a neighbour was busy; `other_cpu_percent` says how busy."""
+    """The card at one intra-op thread, as every run here is."""
+    return measured_card(1)
+
+
+def measured_card(threads: int = 1) -> dict:
+    """The card at `threads` intra-op threads (set explicitly: what an earlier benchmark left in this process must
+    not decide it), measured again once when a neighbour was busy; `other_cpu_percent` says how busy. Also
+    test_confirmed_verdicts'."""
     import torch
 
     from engines.machine import measure_card
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     attempts = []
     for _ in range(2):
         before = cpu_clock()
