@@ -111,3 +111,31 @@ def test_repeat_agreement_text():
     assert none["agree"] and "no earlier analysis" in none["text"]
     one = repeat_agreement(["compute"])
     assert one["text"] == "1 earlier analysis of this configuration: compute; they agree"
+
+
+def test_earlier_verdicts_are_those_of_the_same_configuration_oldest_first(tmp_path):
+    from console.analysis.verdict_stability import earlier_verdicts
+    from console.history import HistoryStore
+
+    spec = {"model": "mlp", "engine": "torch", "target": "cpu", "batch": 1, "threads": 1}
+    with HistoryStore(tmp_path / "h.db") as store:
+        ids = []
+        for cls, batch in [("compute", 1), ("memory-bandwidth", 8), ("cache-resident", 1), ("compute", 1)]:
+            run_id = store.create_run({**spec, "batch": batch})
+            store.finish_run(run_id, "completed", summary={"bottleneck": {"class": cls}})
+            ids.append(run_id)
+        unanalysed = store.create_run(spec)
+        store.finish_run(unanalysed, "completed", summary={})
+    found = earlier_verdicts(tmp_path / "h.db", ids[-1])
+    assert [v["class"] for v in found] == ["compute", "cache-resident"]  # batch 8 is another configuration
+    assert repeat_agreement(found, current="compute")["text"].startswith(
+        "2 earlier analyses of this configuration: compute, cache-resident; the repeats disagree")
+    assert earlier_verdicts(tmp_path / "missing.db", ids[-1]) == []
+
+
+def test_the_stored_verdict_carries_its_stability():
+    from console.analysis.findings import add_findings
+
+    r = steady_gemm()
+    summary = add_findings(dict(r["summary"]), r["spec"], r["profile"], r["ops"], r["machine"])
+    assert summary["bottleneck"]["class"] == "compute" and summary["bottleneck"]["stability"]["share"] >= 0.95
