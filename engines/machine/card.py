@@ -50,7 +50,8 @@ QUICK = Sizes({"cpu": 256, "cuda": 1024}, 256, 0.05, 0.02, 4 * MIB, 5, 20, 4 * M
 # long (engines/machine/repeat.py); quick cards check the machinery, so their cap is short.
 FIGURE_CAP_S = {False: 10.0, True: 0.2}
 # The thread gains (engines/machine/threads.py) are ratios of two rates measured side by side: a shorter cap each,
-# so the two add about 3–5 s to a full card on a quiet machine and at most ~2 × 5 s plus set-up on a noisy one.
+# so the two add about 3–5 s to a full card on a quiet machine and at most ~2 × 5 s plus set-up on a noisy one
+# (11 s on the shared 2-core VM, where both reached the cap with a cv of 13–24% between paired repeats).
 GAIN_CAP_S = {False: 5.0, True: 0.2}
 GAINS = ("compute_thread_gain", "stream_thread_gain")
 
