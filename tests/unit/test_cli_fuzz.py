@@ -95,15 +95,16 @@ def P(name: str, kind: str, role: str) -> Arg:
 # ---- Hostile values
 BAD_NUMBERS = ("nan", "NaN", "inf", "-inf", "1e400", "abc", "", "1..2")
 NUMBERS = (*BAD_NUMBERS, "-1", "0", "0.0", "-0", "1", "2", "0.5", "0.05", "1.5", "5%", "1e308", "99999999999999999999",
-           "0x10", " 1", "1_000")
-BAD_DATES = ("notadate", "2026-13-45", "2026-02-30", "yesterday", "", "0000-00-00", "1e9", "-1", "2026-11-01junk")
+           "0x10", " 1", "1_000", "+1", "1e-400", "\u0661")  # the last: an Arabic-Indic one, which int() reads
+BAD_DATES = ("notadate", "2026-13-45", "2026-02-30", "yesterday", "", "0000-00-00", "1e9", "-1", "2026-11-01junk",
+             "2026-11-01T25:00", "2026-W44")
 DATES = (*BAD_DATES, "2026-11-01", "2026-11-01T12:00:00", "2026-11-01T12:00:00Z", "2026-11-01T12:00:00+02:00",
          "9999-12-31", "1970-01-01")
 BAD_REFS = ("", "a", "abc", "abcd", "ffffffff", "f" * 32, "zzzz", "%", "abc%", "____", "%%%%", "abcd' OR '1'='1",
-            os.fsdecode(b"\xff\xfe\xfd\xfc"))
+            os.fsdecode(b"\xff\xfe\xfd\xfc"), "abcd\n1111", "ABCD", "a" * 10_000)
 GOOD_REFS = (RUN_A, RUN_B[:8], RUN_C[:4], RUN_C, RUN_A[:5])
 TEXTS = ("mlp", "", "%", "_", "nope", "x" * 300, os.fsdecode(b"caf\xe9"), "torch", "cpu", "fp32",
-         "'; DROP TABLE runs; --", "-")
+         "'; DROP TABLE runs; --", "-", "a\nb", "\u202eevil")
 # Paths in the example's folder: what each is, and whether it can serve as a file to write (a device, a FIFO
 # or "-" may be written into or refused; never replaced).
 PATH_KINDS = {
