@@ -4,8 +4,8 @@ Why: one profile is one draw. PaddleOCR's detector at 320×320 gave "inconclusiv
 compute)" and "inconclusive" in three repeats of one configuration, and the old confidence (a margin between two
 scores) could not say that the call was that close. Here the profile's per-iteration op times
 (profile["per_iteration"], engines.profiling.iteration_table) are bootstrapped — the iterations drawn with
-replacement, seeded, RESAMPLES times — and console.analysis.bottleneck.diagnose judges each resample with the run's
-own latency figures. The share of resamples that give the verdict's class is its stability, and it *is* the
+replacement, seeded, up to RESAMPLES times (in batches, stopping once the answer is clear) — and
+console.analysis.bottleneck.diagnose judges each resample with the run's own latency figures. The share of resamples that give the verdict's class is its stability, and it *is* the
 confidence shown: "92% confident" means 92% of resamples of the profiled iterations give this class. A decided
 verdict whose stability is below STABLE is not shown as decided: it becomes "inconclusive" with the classes the
 resamples split between and what would settle it (the confirmation, or more profiled iterations).
@@ -25,14 +25,18 @@ import numpy as np
 
 from console.analysis import bottleneck
 
-RESAMPLES = 200  # bootstrap draws of the profiled iterations (a share to ±3.5 points at 1 σ)
+RESAMPLES = 200  # bootstrap draws of the profiled iterations at most (a share to ±3.5 points at 1 σ)
+BATCH = 50  # drawn in batches; after each, stop once the share's 95% interval lies wholly on one side of STABLE
+Z95 = 1.96
 SEED = 0  # fixed: the same run gives the same stability, and so the same verdict
 STABLE = 0.8  # a decided class given by fewer resamples than this is shown as inconclusive
 MIN_ROWS = 5  # fewer profiled iterations (rows) than this cannot be resampled meaningfully
 SETTLE = ("run the confirmation (labconsole analyze --confirm) or profile more iterations "
           "(--profile-iterations N)")
-METHOD = (f"bootstrap of the profiled iterations ({RESAMPLES} seeded resamples): each resample's per-op times "
-          "re-judged with the run's latency figures; the share of resamples giving each class")
+METHOD = (f"bootstrap of the profiled iterations (seeded; up to {RESAMPLES} resamples in batches of {BATCH}, "
+          "stopping once the 95% Wilson interval of the verdict's share lies wholly above or below "
+          "80%): each resample's per-op times re-judged with the run's latency figures; the share of resamples "
+          "giving each class")
 
 
 # ---- Public API
@@ -67,7 +71,10 @@ def stability(run: dict[str, Any], verdict: dict[str, Any], resamples: int = RES
     column_sums = (picked @ np.asarray(rows, dtype=float)).tolist()
     wall_sums = (picked @ np.asarray(walls, dtype=float)).tolist() if walls else None
     counts: Counter[str] = Counter()
+    shown = verdict.get("class")
     for i in range(draws):
+        if i and i % BATCH == 0 and _settled(counts[shown], i):
+            break
         sums = column_sums[i]
         ops = []
         for op in base_ops:
@@ -89,7 +96,6 @@ def stability(run: dict[str, Any], verdict: dict[str, Any], resamples: int = RES
     total = sum(counts.values())
     classes = {name: round(count / total, 3) for name, count in
                sorted(counts.items(), key=lambda kv: (-kv[1], _order(kv[0])))}
-    shown = verdict.get("class")
     others = [(name, share) for name, share in classes.items() if name not in (shown, bottleneck.INCONCLUSIVE)]
     return {"available": True, "share": classes.get(shown, 0.0), "classes": classes,
             "runner_up": others[0][0] if others else None, "runner_up_share": others[0][1] if others else 0.0,
@@ -178,6 +184,15 @@ def _table(run: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
         return None, (f"only {len(rows)} profiled iteration(s); at least {MIN_ROWS} are needed to resample "
                       "(--profile-iterations N)")
     return table, ""
+
+
+def _settled(agree: int, drawn: int) -> bool:
+    """Whether the 95% Wilson interval of agree/drawn lies wholly above or below STABLE: more draws would not
+    change which side of the rule the verdict falls on."""
+    p, z2 = agree / drawn, Z95 * Z95
+    centre = (p + z2 / (2 * drawn)) / (1 + z2 / drawn)
+    half = Z95 * math.sqrt(p * (1 - p) / drawn + z2 / (4 * drawn * drawn)) / (1 + z2 / drawn)
+    return centre - half > STABLE or centre + half < STABLE
 
 
 def _retimed(op: dict[str, Any], seconds: float) -> dict[str, Any]:

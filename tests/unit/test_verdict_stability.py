@@ -6,7 +6,15 @@ import json
 from analysis_samples import MIB, gemm_run, op, run
 
 from console.analysis import bottleneck
-from console.analysis.verdict_stability import MIN_ROWS, STABLE, judge, repeat_agreement, stability
+from console.analysis.verdict_stability import (
+    BATCH,
+    MIN_ROWS,
+    RESAMPLES,
+    STABLE,
+    judge,
+    repeat_agreement,
+    stability,
+)
 
 
 def with_iterations(r, rows, walls=None):
@@ -50,10 +58,11 @@ def test_a_clear_cut_profile_keeps_its_class_and_is_stable():
     json.dumps(v)
     s = v["stability"]
     assert v["class"] == plain["class"] == "compute"
-    assert s["available"] and s["share"] >= 0.95 and s["resamples"] == 200 and s["rows"] == 20
+    assert s["available"] and s["share"] >= 0.95 and s["rows"] == 20
+    assert s["resamples"] == BATCH  # all agree after the first batch: more draws could not change the answer
     assert v["confidence"] == round(s["share"], 2) and v["confidence_basis"] == "resamples"
     assert v["score"] == plain["confidence"]  # the old margin-based figure stays visible
-    assert "of 200 resamples agree" in v["sentence"] and "Bound by compute" in v["sentence"]
+    assert f"of {BATCH} resamples agree" in v["sentence"] and "Bound by compute" in v["sentence"]
 
 
 def test_two_close_classes_that_flip_under_resampling_are_inconclusive_with_the_reason():
@@ -71,6 +80,17 @@ def test_two_close_classes_that_flip_under_resampling_are_inconclusive_with_the_
     assert v["sentence"].startswith(f"Inconclusive: compute in {s['share']:.0%} of resamples, cache-resident in "
                                     f"{s['runner_up_share']:.0%} (a tie within the noise band in ")
     assert v["confidence"] == round(s["share"], 2) < STABLE  # the share of its leading class
+
+
+def test_draws_stop_once_the_share_is_clearly_on_one_side_of_the_threshold():
+    from console.analysis.verdict_stability import _settled
+
+    assert _settled(50, 50) and _settled(0, 50) and _settled(30, 50)  # all, none, 60%: the side is clear
+    assert not _settled(40, 50) and not _settled(45, 50)  # 80%, 90% of 50: it could still fall either side
+    r = steady_gemm()
+    assert stability(r, {"class": "compute"})["resamples"] == BATCH
+    assert stability(r, {"class": "cache-resident"})["resamples"] == BATCH  # given by no resample: clear too
+    assert stability(r, {"class": "compute"}, resamples=RESAMPLES + 7)["resamples"] == BATCH
 
 
 def test_resampling_is_seeded_and_deterministic():
