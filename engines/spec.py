@@ -199,6 +199,9 @@ class RunSpec:
             raise SpecError("model", f"{path}: unknown model file type {extension or '(none)'!r}; "
                                      f"use one of {', '.join(file_engines)}")
         if not os.path.isfile(path):
+            if os.path.exists(path):  # a FIFO or a device named model.onnx: there, but not "not found"
+                raise SpecError("model", f"{path} is not a regular file (a device, a pipe or a socket), so not a "
+                                         "model file; give the path of the saved model file")
             raise SpecError("model", f"model file not found: {path}")
         wanted = file_engines[extension]
         if self.engine != wanted:

@@ -123,3 +123,13 @@ def test_a_db_path_the_system_cannot_name_is_a_usage_error(tmp_path, capsys, com
     code, err = _run(capsys, *command, "--db", str(tmp_path / ("h" * 300)))
     assert code == 2 and "argument --db: File name too long" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_model_file_that_is_a_fifo_is_named_for_what_it_is(tmp_path, capsys):
+    """It was 'model file not found' although the path is there."""
+    os.mkfifo(tmp_path / "model.onnx")
+    code, err = _run(capsys, "run", "--model", str(tmp_path / "model.onnx"), "--db", str(tmp_path / "h.db"))
+    assert code == 2 and "is not a regular file (a device, a pipe or a socket)" in err and "not found" not in err
+    code, err = _run(capsys, "run", "--model", str(tmp_path / "missing.onnx"), "--db", str(tmp_path / "h.db"))
+    assert code == 2 and "model file not found" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
