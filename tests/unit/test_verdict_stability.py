@@ -80,6 +80,9 @@ def test_two_close_classes_that_flip_under_resampling_are_inconclusive_with_the_
     assert v["sentence"].startswith(f"Inconclusive: compute in {s['share']:.0%} of resamples, cache-resident in "
                                     f"{s['runner_up_share']:.0%} (a tie within the noise band in ")
     assert v["confidence"] == round(s["share"], 2) < STABLE  # the share of its leading class
+    from console.analysis.confirm.plan import leading_pair
+
+    assert leading_pair(v) == ("compute", "cache-resident")  # what --confirm then tests against each other
 
 
 def test_draws_stop_once_the_share_is_clearly_on_one_side_of_the_threshold():
