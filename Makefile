@@ -41,9 +41,11 @@ bench: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/benchmarks -s --timeout=900 \
 		$(foreach f,$(BENCH_LONG),--ignore=tests/benchmarks/$(f))
 
+# test_confirmed_verdicts runs in both: short in `make bench` (about 3 minutes), CONFIRMED_VERDICTS=long here
+# (resnet18 and bert too, 1 and 2 threads, 10 rounds a side).
 bench-long: $(STAMP)
-	BENCH_RESULTS=bench-long-results.json QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -s --timeout=900 \
-		$(foreach f,$(BENCH_LONG),tests/benchmarks/$(f))
+	CONFIRMED_VERDICTS=long BENCH_RESULTS=bench-long-results.json QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest \
+		-s --timeout=900 $(foreach f,$(BENCH_LONG),tests/benchmarks/$(f)) tests/benchmarks/test_confirmed_verdicts.py
 
 # The issue's full hour of test_window_soak (README "Benchmarks"): live-plot frames, then an hour of runs.
 soak: $(STAMP)

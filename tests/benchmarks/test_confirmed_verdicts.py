@@ -95,13 +95,9 @@ def bench_cases(llc: int, physical_cores: int) -> list[BenchCase]:
 
 @pytest.fixture(scope="module")
 def cards():
-    """The machine card per thread count the cases use (test_verdicts.measured_card): the verdict of a two-thread
-    run is judged against two-thread roofs."""
-    out = {}
-    for threads in (1, 2) if LONG else (1,):
-        started = time.perf_counter()
-        out[threads] = {**measured_card(threads), "measured_s": time.perf_counter() - started}
-    return out
+    """The machine card per thread count the cases use (test_verdicts.measured_card, measured once a session and
+    shared with test_verdicts): the verdict of a two-thread run is judged against two-thread roofs."""
+    return {threads: measured_card(threads) for threads in ((1, 2) if LONG else (1,))}
 
 
 def run_events(spec: RunSpec) -> list[dict[str, Any]]:
@@ -163,6 +159,7 @@ def confirmed_case(case: BenchCase, card: dict[str, Any]) -> dict[str, Any]:
             "badly_wrong": badly_wrong(block), "seconds": round(time.perf_counter() - started, 1)}
 
 
+@pytest.mark.timeout(1800 if LONG else 900)  # the long form: two cards and 18 cases on a busy 2-core VM
 def test_verdicts_confirmed_by_their_experiments(cards, bench):
     from console.analysis.confirm.axes import physical_worker_cores
 
