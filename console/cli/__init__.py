@@ -78,11 +78,21 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
+    command = next((c for c in COMMANDS if c.NAME == args.command), None)
+    uses_history = command is None or getattr(command, "USES_HISTORY", True)
+    env_db = os.environ.get(paths.DB_ENV) if uses_history and getattr(args, "db", None) is None else None
+    if env_db:  # checked as --db is: a name the system cannot take is a usage error before anything runs
+        try:
+            _history_path(env_db)
+        except argparse.ArgumentTypeError as exc:
+            from console.cli.common import fail
+
+            return fail(f"the {paths.DB_ENV} environment variable: {exc}")
     if args.command is None:
         from console.ui.app import run_app
 
         return run_app(db=args.db)
-    return next(c for c in COMMANDS if c.NAME == args.command).main(args)
+    return command.main(args)
 
 
 def _history_path(text: str) -> str:

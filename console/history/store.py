@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import sqlite3
@@ -851,6 +852,7 @@ def _read_only_connection(path: Path) -> tuple[sqlite3.Connection, int]:
 
     SQLite reads a WAL file through a `-shm` file it creates next to it; on a read-only directory or disk it
     cannot, so the file is then opened immutable (nobody can be writing it there either)."""
+    _check_name(path)
     if not path.exists():
         raise HistoryError(f"there is no history at {path} yet", "run something first (`labconsole run` or the "
                            "window), or point --db / LABCONSOLE_DB at an existing history.", path)
@@ -904,8 +906,21 @@ def _upgrade(path: Path) -> None:
     HistoryStore(path, upgrade_only=True).close()
 
 
+def _check_name(path: Path) -> None:
+    """A path the system cannot name (LABCONSOLE_DB with a 300-character file name: ENAMETOOLONG) is a
+    HistoryError saying so, not an OSError out of the exists()/is_dir() checks that follow."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise HistoryError(f"{path}: {exc.strerror} ({len(os.fsencode(path)):,} bytes)",
+                               "give a shorter path with --db PATH or the LABCONSOLE_DB environment variable.",
+                               path) from None
+
+
 def _check_file(path: Path) -> None:
     """Refuse, before SQLite opens anything, a path we cannot write or a file that is not SQLite."""
+    _check_name(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -133,3 +133,20 @@ def test_a_model_file_that_is_a_fifo_is_named_for_what_it_is(tmp_path, capsys):
     code, err = _run(capsys, "run", "--model", str(tmp_path / "missing.onnx"), "--db", str(tmp_path / "h.db"))
     assert code == 2 and "model file not found" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+@pytest.mark.parametrize("command", [["history"], ["baseline", "show"], ["regressions"]])
+def test_a_labconsole_db_the_system_cannot_name_is_a_usage_error(tmp_path, capsys, monkeypatch, command):
+    """LABCONSOLE_DB with a 300-character name was an OSError traceback (db_path(args).exists() in the commands)."""
+    monkeypatch.setenv("LABCONSOLE_DB", str(tmp_path / ("h" * 300)))
+    code, err = _run(capsys, *command)
+    assert code == 2 and "the LABCONSOLE_DB environment variable: File name too long" in err
+    assert _run(capsys, "rules", "show")[0] == 0  # a command that never opens the history does not care
+
+
+def test_the_history_store_names_a_path_too_long_instead_of_raising_oserror(tmp_path):
+    from console.history import HistoryError, open_reader
+
+    for opening in (HistoryStore, open_reader):
+        with pytest.raises(HistoryError, match="File name too long"):
+            opening(tmp_path / ("h" * 300))
