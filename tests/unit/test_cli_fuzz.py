@@ -17,8 +17,8 @@ The contract, for every command line:
   what they were whatever the exit;
 - the commands that only read leave the history's bytes as they were, and create no file but their --out;
 - values that cannot be right are never a success: an unknown, too short or ambiguous run, a date that is not
-  one, nan/inf/text for a number (exit 2), an --out that is a directory or cannot be named, a --db that is not a
-  history file (the readers).
+  one, nan/inf/text for a number (exit 2), an --out that is a directory or cannot be named, a history path (--db,
+  or LABCONSOLE_DB one line in ten) that is not a history file.
 
 In process, as the other CLI tests call it (a subprocess per example would cost half a second each), with
 standard output and error as the real ones are: UTF-8 text over bytes, strict on stdout and backslashreplace on
@@ -229,8 +229,11 @@ def command_lines(draw, name: str) -> list[Arg]:
     if name == "demo":
         argv.append(Arg("--check"))  # without it a playable playlist opens the full-screen window
     if name not in NO_DB:
-        if draw(st.sampled_from(["the history"] * 9 + ["a hostile --db"])) != "the history":
+        which = draw(st.sampled_from(["the history"] * 8 + ["a hostile --db", "a hostile LABCONSOLE_DB"]))
+        if which == "a hostile --db":
             argv += [Arg("--db"), draw(paths("db"))]
+        elif which == "a hostile LABCONSOLE_DB":
+            argv.append(draw(paths("env-db")))  # not a word of the command line: the environment's
         else:
             argv += [Arg("--db"), Arg("HISTORY", "history", role="db")]
     return argv
@@ -482,9 +485,10 @@ def _never_a_success(name: str, args: list[Arg]) -> list[str]:
             why.append(f"{arg.value!r} is not a number")
         if arg.role == "out" and arg.kind in NOT_WRITABLE_FILES:
             why.append(f"--out is {arg.kind}")
-        if arg.role == "db" and arg.kind in NOT_HISTORIES and name in DB_USERS:
+        unset = arg.role == "env-db" and arg.kind == "empty"  # an empty variable is an unset one: the default
+        if arg.role in ("db", "env-db") and arg.kind in NOT_HISTORIES and not unset and name in DB_USERS:
             why.append(f"--db is {arg.kind}")
-        if arg.role == "db" and arg.kind in MISSING and name in ("regressions", "compare", "export", "report",
+        if arg.role in ("db", "env-db") and arg.kind in MISSING and name in ("regressions", "compare", "export", "report",
                                                                      "whatif"):
             why.append("--db names no history")
         if arg.role == "data-dir" and arg.kind != "datadir":
@@ -520,10 +524,15 @@ def test_every_command_keeps_the_exit_code_contract(name, template, no_runs, tmp
         folder = _make_folder(tmp_path, template)
         os.chdir(folder)  # a relative default could only land here
         try:
-            argv = [_resolve(a, folder) for a in args]
+            argv = [_resolve(a, folder) for a in args if a.role != "env-db"]
+            env_db = [_resolve(a, folder) for a in args if a.role == "env-db"]
             db = folder / "db" / "history.db"
             digest, before = _digest(db), _snapshot(folder)
-            outcome = _call(argv, stdout_is)
+            with pytest.MonkeyPatch.context() as patch:
+                if env_db:
+                    patch.setenv("LABCONSOLE_DB", env_db[0])
+                outcome = _call(argv, stdout_is)
+            argv = argv + [f"(LABCONSOLE_DB={env_db[0]!r})"] if env_db else argv
             after = _snapshot(folder)
             problems = _problems(name, args, outcome, before, after, _digest(db) != digest)
             if isinstance(outcome.code, int) and outcome.stdout_failed == "kept":
