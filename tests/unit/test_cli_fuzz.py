@@ -3,8 +3,9 @@ contract asserted for every command line Hypothesis builds.
 
 Values: paths that are FIFOs, character devices (made with os.mknod in the example's own folder, never the
 system's), directories, symlinks to a device, missing parents, a regular file as parent, 300-character names,
-4,000-character paths, undecodable bytes (surrogate-escaped); numbers (negative, zero, nan, inf, huge, text);
-dates; run ids and prefixes (empty, 1 character, unknown, ambiguous, SQL wildcards).
+4,000-character paths, undecodable bytes (surrogate-escaped), model files that are FIFOs or junk; numbers
+(negative, zero, nan, inf, huge, text); dates; run ids and prefixes (empty, 1 character, unknown, ambiguous, SQL
+wildcards, 10,000 characters); texts with newlines or a right-to-left override.
 
 The contract, for every command line:
 - the exit status is 0, 1, 2 or 3 — nothing escapes main(), no "Traceback (most recent call last)" is printed;
@@ -28,7 +29,7 @@ measurement, for analyze and machine) means every check passed, and that counts 
 anything. Not here: demo without --check (the window), self-test, node and cluster (Ray), targets --refresh.
 Each example has 30 s (SIGALRM): a command that waits on a FIFO fails the example instead of hanging the suite.
 
-Bounded and derandomized in `make test` (10 examples per command, 190 in all, about 20 s);
+Bounded and derandomized in `make test` (10 examples per command, 190 in all, 20–30 s on 2 cores);
 `make fuzz` sets FUZZ_EXAMPLES (5000 by default there) for a longer probe that CI does not run. The number of
 command lines tried, by command and exit status, is printed at the end of the module (`pytest -s`).
 """
@@ -85,7 +86,7 @@ class Arg:
     value: str
     kind: str = "plain"
     path: bool = False
-    role: str = ""  # "ref", "date", "number", "out", "db", "data-dir", "trace", "input"
+    role: str = ""  # "ref", "date", "number", "out", "db", "env-db", "data-dir", "trace", "input", "make-dir"
 
 
 def P(name: str, kind: str, role: str) -> Arg:
