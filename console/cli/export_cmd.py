@@ -9,8 +9,6 @@ output; a character device or FIFO is written into, never replaced.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
 
 from console.cli.arguments import history_failure
@@ -74,10 +72,6 @@ def main(args: argparse.Namespace) -> int:
         return _export_to_file(store, runs, args.format, target, args.summary)
     except HistoryError as exc:  # an id prefix too short or ambiguous: 2, like an unknown id
         return history_failure(exc)
-    except BrokenPipeError:  # `| head`: the reader left; not an error of the export
-        with contextlib.suppress(OSError):
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 — keeps Python's exit flush quiet
-        return EXIT_OK
     finally:
         store.close()
         if target is not None:
