@@ -57,7 +57,7 @@ soak: $(STAMP)
 FUZZ_EXAMPLES ?= 5000
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/unit/test_cli_fuzz.py -s \
-		-p no:cacheprovider
+		--timeout=3600 -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) build dist bench-results.json bench-long-results.json
