@@ -38,9 +38,11 @@ class ConfirmPanel(QtWidgets.QWidget):
         self.setObjectName("confirm_panel")
         self.button = QtWidgets.QPushButton(BUTTON_TEXT)
         self.button.setObjectName("confirm_button")
+        self.button.setSizePolicy(QtWidgets.QSizePolicy.Policy.Maximum, QtWidgets.QSizePolicy.Policy.Fixed)
         self.button.clicked.connect(self.sig_confirm_requested)
         self.cancel_button = QtWidgets.QPushButton("Cancel")
         self.cancel_button.setObjectName("confirm_cancel")
+        self.cancel_button.setSizePolicy(QtWidgets.QSizePolicy.Policy.Maximum, QtWidgets.QSizePolicy.Policy.Fixed)
         self.cancel_button.setToolTip("Stop the confirmation: the round measuring now is cancelled and nothing is "
                                       "stored (Esc)")
         self.cancel_button.clicked.connect(self.sig_cancel_requested)
@@ -48,8 +50,9 @@ class ConfirmPanel(QtWidgets.QWidget):
         self._reason = self._label(theme.SMALL_PT, muted=True, name="confirm_reason")
         row = QtWidgets.QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.button)
-        row.addWidget(self.cancel_button)
+        left = QtCore.Qt.AlignmentFlag.AlignLeft
+        row.addWidget(self.button, 0, left)
+        row.addWidget(self.cancel_button, 0, left)
         row.addWidget(self._reason, 1)
         self._progress_text = self._label(theme.SMALL_PT, muted=False, name="confirm_progress")
         self.bar = QtWidgets.QProgressBar()
@@ -70,7 +73,11 @@ class ConfirmPanel(QtWidgets.QWidget):
         self.table.setFont(theme.font(theme.SMALL_PT))
         self.table.horizontalHeader().setFont(theme.font(theme.SMALL_PT))
         self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.horizontalHeader().setDefaultAlignment(QtCore.Qt.AlignmentFlag.AlignLeft
+                                                          | QtCore.Qt.AlignmentFlag.AlignVCenter)
         self.table.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # sized to its rows, so no scroll bars: the figures are two lines each to fit the card's width
+        self.table.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.hide()
         self._notes = self._label(theme.SMALL_PT, muted=True, name="confirm_notes")
         layout = QtWidgets.QVBoxLayout(self)
@@ -155,7 +162,7 @@ class ConfirmPanel(QtWidgets.QWidget):
 
     def cell_text(self, row: int, column: int) -> str:
         item = self.table.item(row, column)
-        return item.text() if item is not None else ""
+        return item.text().replace("\n", " ") if item is not None else ""  # as one line
 
     # ---- Private API
     def _fill(self, headers: list[str], rows: list[list[str]]) -> None:
@@ -166,17 +173,25 @@ class ConfirmPanel(QtWidgets.QWidget):
         for r, row in enumerate(rows):
             for c, text in enumerate(row):
                 item = QtWidgets.QTableWidgetItem(text)
-                item.setToolTip(text)
+                item.setToolTip(text.replace("\n", " "))
                 if c == len(row) - 1 and rows:  # the outcome cell takes its colour
-                    colour = {"as predicted": theme.GOOD, "not as predicted": theme.BAD}.get(text)
+                    colour = {"as predicted": theme.GOOD, "not as predicted": theme.BAD}.get(text.replace("\n", " "))
                     if colour:
                         item.setForeground(QtGui.QColor(colour))
                 self.table.setItem(r, c, item)
         self.table.setVisible(bool(rows))
-        if rows:
-            self.table.resizeColumnsToContents()
-            self.table.resizeRowsToContents()
-            height = self.table.horizontalHeader().height() + sum(self.table.rowHeight(r) for r in range(len(rows)))
+        if rows:  # sized from the text itself: a view not shown yet has no size hints to resize to
+            cells = QtGui.QFontMetrics(self.table.font())
+            heads = QtGui.QFontMetrics(self.table.horizontalHeader().font())
+            for c, header in enumerate(headers):
+                wide = max([heads.horizontalAdvance(line) for line in header.split("\n")]
+                           + [cells.horizontalAdvance(line) for row in rows for line in row[c].split("\n")])
+                self.table.setColumnWidth(c, wide + 14)
+            for r, row in enumerate(rows):
+                self.table.setRowHeight(r, max(t.count("\n") + 1 for t in row) * cells.lineSpacing() + 8)
+            head = max(h.count("\n") + 1 for h in headers) * heads.lineSpacing() + 10
+            self.table.horizontalHeader().setFixedHeight(head)
+            height = head + sum(self.table.rowHeight(r) for r in range(len(rows)))
             self.table.setFixedHeight(height + 2 * self.table.frameWidth() + 2)
 
     def _label(self, points: int, muted: bool, name: str, bold: bool = False) -> QtWidgets.QLabel:

@@ -88,7 +88,7 @@ def headline(block: dict[str, Any]) -> str:
             return "Refuted — the data fits none of the classes"
         if block.get("shown", True):
             return f"Refuted — the data says {says} instead"
-        return f"Refuted — only {' and '.join([str(says), *also])} not ruled out"
+        return f"Refuted — only {' and '.join([str(says), *also])} {'are' if also else 'is'} not ruled out"
     if outcome == "undecided":
         return "Undecided at this machine's noise"
     if outcome == "untestable":
@@ -97,10 +97,30 @@ def headline(block: dict[str, Any]) -> str:
 
 
 def detail(block: dict[str, Any]) -> str:
-    """The block's sentence without the outcome words the headline already says."""
+    """The block's sentence without the outcome words the headline already says ("refuted — the data says X
+    instead: batch ×4 …" → "batch ×4 …")."""
     sentence = str(block.get("sentence") or "")
     head, _, rest = sentence.partition(": ")
-    return rest if rest and len(head) < 80 else sentence
+    said = head.lower().startswith(("confirmed", "refuted", "undecided", "not tested", "not finished"))
+    return rest if rest and said else sentence
+
+
+# outcome.table's columns, in words short enough for the summary card's width (the History page's is ~400 px)
+TABLE_HEADERS = ["Change", "Predicted", "Measured\n(95% CI)", "Rounds\na side", "Outcome"]
+
+
+def table_rows(block: dict[str, Any]) -> list[list[str]]:
+    """The experiments as the panel's rows (outcome.table's columns, each figure on two lines so the table fits
+    the summary card's width): intervention, class and range, ratio and interval, rounds, outcome."""
+    from console.analysis.confirm.experiment import range_text
+
+    rows = []
+    for e in block.get("experiments") or []:
+        low, high = e["ci95"]
+        rows.append([str(e["intervention"]), f"{e['predicted']['class']}\n{range_text(e['predicted']['range'])}",
+                     f"×{e['ratio']:.3g}\n[{low:.3g}, {high:.3g}]", str(e["rounds"]),
+                     str(e["outcome"]).replace("as predicted", "as\npredicted")])
+    return rows
 
 
 def notes(block: dict[str, Any], stored: str) -> list[str]:
@@ -127,6 +147,17 @@ def progress_text(planned: Any, event: dict[str, Any], index: int, total: int, m
 
     return (f"{which}: after {event['rounds']} rounds a side ×{event['result']['ratio']:.3g} "
             f"[{low:.3g}, {high:.3g}], {said} {planned.tested.cls}'s {range_text(planned.tested.to_dict()['range'])}")
+
+
+def _into_view(widget: Any) -> None:
+    """Scroll the nearest scroll area holding `widget` so that it shows (the Run page's left column scrolls)."""
+    from PySide6 import QtWidgets
+
+    parent = widget.parentWidget()
+    while parent is not None and not isinstance(parent, QtWidgets.QScrollArea):
+        parent = parent.parentWidget()
+    if parent is not None:
+        parent.ensureWidgetVisible(widget, 0, 40)
 
 
 def default_confirm(*args: Any, **kwargs: Any) -> tuple[dict[str, Any], str | None]:
@@ -274,6 +305,7 @@ class ConfirmAction(QtCore.QObject):
         for name, shown in self._records.items():
             if shown is not None and shown.get("run_id") == job.run_id:
                 self._panels[name].show_progress(*job.last)
+        _into_view(self._panels[page])  # started from the menu, the panel may be below the column's fold
         self.refresh()
         self._say(f"Confirming the verdict of run {job.run_id[:8]} ({verdict['class']})…")
         threading.Thread(target=self._rounds, args=(job, spec, full, verdict, card), name="confirm-rounds",
@@ -413,6 +445,8 @@ class ConfirmAction(QtCore.QObject):
                 panel = self._panels[name]
                 panel.end_progress()
                 self._show_block(panel, block, stored or (f"not kept: {problem}" if problem else ""))
+        if self._records.get(job.page) is not None:  # the answer, not only the button, once it is laid out
+            QtCore.QTimer.singleShot(0, lambda panel=self._panels[job.page]: _into_view(panel))
         self._say(f"Run {job.run_id[:8]}: {headline(block)}" + (f" ({problem})" if problem else ""))
         self.refresh()
         if not problem:
@@ -426,13 +460,11 @@ class ConfirmAction(QtCore.QObject):
                 record["summary"]["bottleneck"] = {**(verdict_of(record) or job.verdict), "confirmation": block}
 
     def _show_block(self, panel: ConfirmPanel, block: dict[str, Any], stored: str) -> None:
-        from console.analysis.confirm.outcome import table
-
         try:
-            headers, rows = table(block)
-        except (KeyError, TypeError, IndexError):  # a block from another version: its words, not its table
-            headers, rows = [], []
-        panel.show_result(str(block.get("outcome")), headline(block), detail(block), headers, rows,
+            rows = table_rows(block)
+        except (KeyError, TypeError, IndexError, ValueError):  # a block from another version: its words only
+            rows = []
+        panel.show_result(str(block.get("outcome")), headline(block), detail(block), TABLE_HEADERS, rows,
                           notes(block, stored))
 
     def _look_again(self) -> None:

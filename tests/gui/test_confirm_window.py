@@ -196,8 +196,9 @@ def test_the_outcome_words():
                            "compute predicted ×3–4.5"}
     assert headline(refuted) == "Refuted — the data says host-overhead instead"
     assert detail(refuted).startswith("batch ×4 ×1.02")
+    assert headline({**refuted, "shown": False, "also_fits": []}) == "Refuted — only host-overhead is not ruled out"
     assert headline({**refuted, "shown": False, "also_fits": ["cache-resident"]}) == \
-        "Refuted — only host-overhead and cache-resident not ruled out"
+        "Refuted — only host-overhead and cache-resident are not ruled out"
     assert headline({**refuted, "says": "none of the classes"}) == "Refuted — the data fits none of the classes"
     assert headline({"outcome": "undecided"}) == "Undecided at this machine's noise"
     assert headline({"outcome": "untestable"}) == "Not testable here"
