@@ -16,7 +16,8 @@ the neighbours then.
 
 Rounds run in this process (engines.worker.run_spec of the A or B spec, ROUND_ITERATIONS timed calls) rather than
 as RunSessions: a worker's start-up per round would cost most of the budget. `make bench` runs the short form
-(the synthetic suite and the MLP at two batch sizes, one thread, at most 6 rounds a side: about 3 minutes);
+(the synthetic suite and the MLP at two batch sizes, one thread, at most 6 rounds a side: about 90 s of cases on
+a busy 2-core VM, plus the one-thread card that test_verdicts shares, 20–110 s);
 CONFIRMED_VERDICTS=long (`make bench-long`) adds resnet18 and bert at two sizes each, every catalog case at 1 and
 2 threads (2 only where the worker has two physical cores), analyze's 10 profiled iterations and 10 rounds a side.
 CONFIRMED_VERDICTS_ROUNDS, _REPEATS and _ENGINES (default torch) override either; _CASES=mlp,synth-gemm runs
@@ -49,7 +50,7 @@ ENGINES = os.environ.get("CONFIRMED_VERDICTS_ENGINES", "torch").split(",")
 MAX_ROUNDS = int(os.environ.get("CONFIRMED_VERDICTS_ROUNDS", 10 if LONG else 6))
 REPEATS = int(os.environ.get("CONFIRMED_VERDICTS_REPEATS", 2))
 ONLY = os.environ.get("CONFIRMED_VERDICTS_CASES")  # comma-separated substrings of case names: run only those
-PROFILE_ITERATIONS = 10 if LONG else 3  # analyze's own (profile_view.PROFILE_ITERATIONS) in the long form
+PROFILE_ITERATIONS = 10 if LONG else 5  # analyze's own in the long form; 5 is the fewest the verdict resamples
 ROUND_ITERATIONS = 5  # timed calls a round; interleave takes each round's median
 ROUND_WARMUP_S = 0.05
 
@@ -143,7 +144,7 @@ def in_process_rounds(case: BenchCase):
 
 def confirmed_case(case: BenchCase, card: dict[str, Any]) -> dict[str, Any]:
     """One case through the product's path: REPEATS profiled runs and verdicts, the first confirmed."""
-    started = time.perf_counter()
+    started, clock = time.perf_counter(), cpu_clock()
     runs = [profiled(case, card) for _ in range(max(1, REPEATS))]
     record, verdict = runs[0]
     if verdict is None:
@@ -156,7 +157,8 @@ def confirmed_case(case: BenchCase, card: dict[str, Any]) -> dict[str, Any]:
             "confidence": round(float(verdict["confidence"]), 3) if verdict else None,
             "outcome": block["outcome"], "established": established(block), "sentence": block["sentence"],
             "experiments": [e["sentence"] for e in block.get("experiments") or []],
-            "badly_wrong": badly_wrong(block), "seconds": round(time.perf_counter() - started, 1)}
+            "badly_wrong": badly_wrong(block), "seconds": round(time.perf_counter() - started, 1),
+            "others_percent": round(other_percent(clock, cpu_clock()))}
 
 
 @pytest.mark.timeout(1800 if LONG else 900)  # the long form: two cards and 18 cases on a busy 2-core VM
@@ -209,10 +211,16 @@ def show(rows: list[dict[str, Any]], suite_other: float, cards: dict[int, dict[s
             print(f"  {line}")
     print()
     width = max(len(r["case"]) for r in rows)
-    print(f"  {'case':{width}} {'expected':16} {'verdicts (repeats)':35} {'outcome':10} {'established':16} s")
+    print(f"  {'case':{width}} {'expected':16} {'verdicts (repeats)':35} {'conf':>5} {'outcome':10} "
+          f"{'established':16} {'s':>5} others")
     for r in rows:
-        print(f"  {r['case']:{width}} {r['expected'] or '—':16} {' / '.join(r['verdicts']):35} {r['outcome']:10} "
-              f"{r['established']:16} {r['seconds']:g}")
+        conf = "—" if r["confidence"] is None else f"{r['confidence']:.2f}"
+        print(f"  {r['case']:{width}} {r['expected'] or '—':16} {' / '.join(r['verdicts']):35} {conf:>5} "
+              f"{r['outcome']:10} {r['established']:16} {r['seconds']:5g} {r['others_percent']}%")
+    for outcome in ("confirmed", "refuted"):  # what the confidence shown meant, against what the experiments found
+        shown = [r["confidence"] for r in rows if r["outcome"] == outcome and r["confidence"] is not None]
+        if shown:
+            print(f"  mean confidence of the {outcome} verdicts: {sum(shown) / len(shown):.2f} ({len(shown)})")
     for r in rows:
         print(f"  {r['case']}: {r['sentence']}")
         for line in r["badly_wrong"]:
