@@ -186,7 +186,7 @@ class ConfirmPanel(QtWidgets.QWidget):
             for c, header in enumerate(headers):
                 wide = max([heads.horizontalAdvance(line) for line in header.split("\n")]
                            + [cells.horizontalAdvance(line) for row in rows for line in row[c].split("\n")])
-                self.table.setColumnWidth(c, wide + 14)
+                self.table.setColumnWidth(c, wide + 10)
             for r, row in enumerate(rows):
                 self.table.setRowHeight(r, max(t.count("\n") + 1 for t in row) * cells.lineSpacing() + 8)
             head = max(h.count("\n") + 1 for h in headers) * heads.lineSpacing() + 10
