@@ -7,13 +7,18 @@ Rules that keep the numbers honest and the pool safe:
 - a spare is made only while nothing measures (`prepare` is called when a run ends, and at start-up), and a spare
   still importing its engine when a run starts is stopped, so its import never competes with a measurement;
 - the run records how its worker started (`warm`: engine imported; `warming`: spawned ahead, still importing;
-  `cold`: spawned for the run).
+  `cold`: spawned for the run);
+- a spare may be taken at any moment of its start-up (the window makes its first one 2 s after launch, when a user
+  may press Run): the pool keeps a taken spare's start-up objects until its child has them, since the `ready`
+  event is named semaphores that the last reference in this process unlinks, and a child that had not yet opened
+  them died in start-up (FileNotFoundError, "worker exited with code 1").
 Qt-free; the window's workspace owns one pool, the CLI has none (one run per process).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +43,7 @@ class WorkerPool:
         so its engine import runs there and the run that takes it finds it on them."""
         self.partition = partition
         self._spares: dict[str, Spare] = {}
+        self._handed: list[Spare] = []  # taken while still starting: kept until their child is past its start-up
         self._lock = threading.Lock()
         self._closed = False
 
@@ -72,6 +78,9 @@ class WorkerPool:
             for other, idle in list(self._spares.items()):
                 if not idle.ready.is_set():
                     _stop(self._spares.pop(other))
+            self._handed = [handed for handed in self._handed if _starting(handed)]
+            if spare is not None and _starting(spare):
+                self._handed.append(spare)  # the caller keeps its process and pipe, maybe not its `ready`
         if spare is None or not spare.process.is_alive():
             return None
         return spare
@@ -88,6 +97,17 @@ class WorkerPool:
             spares, self._spares = list(self._spares.values()), {}
         for spare in spares:
             _stop(spare)
+
+
+def _starting(spare: Spare) -> bool:
+    """The spare's child may still have to open its start-up objects: it has not set `ready` (it sets it after
+    opening them) and has not ended. Reads the process's sentinel, so it never reaps a process its run joins."""
+    if spare.ready.is_set():
+        return False
+    try:
+        return not multiprocessing.connection.wait([spare.process.sentinel], 0)
+    except (OSError, ValueError):  # its process object was closed: it has ended
+        return False
 
 
 def _stop(spare: Spare) -> None:

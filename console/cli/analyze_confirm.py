@@ -22,7 +22,6 @@ from typing import Any
 from console.cli.common import EXIT_FAILED, EXIT_OK
 
 ROUND_S = 2.0  # measured seconds per round, at most: many short rounds put the machine's changes on both sides
-WARM_WAIT_S = 60.0  # how long a round waits for its spare worker to finish importing the engine
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -114,19 +113,13 @@ def round_spec(spec: Any, run8: str) -> Any:
 def round_runners(base: Any, writer: Any, pool: Any = None, partition: Any = None, on_session: Any = None):
     """make_runner(planned) for console.analysis.confirm.run_confirmation: the original (`base`, a round_spec)
     as A and the planned change as B, each round a RunSession through console.cli.compare_rounds.runner (a round
-    that fails raises RoundFailed, a RuntimeError), waiting for the pool's spare to be warm between rounds."""
+    that fails raises RoundFailed, a RuntimeError), each taking the pool's spare, warm or still importing."""
     from console.cli.compare_rounds import runner
 
     def make_runner(planned: Any):
         changed = dataclasses.replace(planned.axis.apply(base), name=f"{base.name} {planned.axis.name} B")
-        run_round = runner({"A": dataclasses.replace(base, name=f"{base.name} {planned.axis.name} A"),
-                            "B": changed}, writer, pool=pool, partition=partition, on_session=on_session)
-
-        def warm_round(side: str, k: int):
-            if pool is not None:
-                _wait_warm(pool, base.engine)  # between rounds, never while one measures
-            return run_round(side, k)
-        return warm_round
+        return runner({"A": dataclasses.replace(base, name=f"{base.name} {planned.axis.name} A"), "B": changed},
+                      writer, pool=pool, partition=partition, on_session=on_session)
     return make_runner
 
 
@@ -154,18 +147,6 @@ def print_confirmation(confirmation: dict[str, Any]) -> None:
 
 
 # ---- Private API
-def _wait_warm(pool: Any, engine: str, timeout_s: float = WARM_WAIT_S) -> None:
-    """Wait until the pool's spare has imported its engine (the session prepares one as each round ends): a
-    round handed a spare still starting could lose it half-way (its start-up objects go with the pool's
-    reference), and a round that waits here starts its clock only once its worker is ready anyway. After
-    `timeout_s` the round goes on, and spawns its own worker if need be."""
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while pool.states().get(engine) == "warming" and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
 def _progress(planned: Any, event: dict[str, Any]) -> None:
     if "side" in event:
         _say(f"  {planned.axis.name}: round {event['round'] + 1} {event['side']}: {event['n']:,} iterations")

@@ -3,6 +3,10 @@ shares a worker with another run, and a spare still importing never competes wit
 
 from __future__ import annotations
 
+import gc
+import multiprocessing.context
+import os
+import signal
 import time
 
 import pytest
@@ -58,6 +62,38 @@ def test_a_run_takes_the_warm_spare_and_a_new_one_is_made_after_it(tmp_path, poo
 def test_without_a_pool_the_worker_starts_cold(tmp_path):
     record, _ = _run(tmp_path, None)
     assert record["status"] == "completed" and record["environment"]["worker_start"] == "cold"
+
+
+def test_a_run_started_while_the_spare_is_still_starting_completes(tmp_path, pool, monkeypatch):
+    """The window makes its first spare 2 s after launch; a run started then took a spare whose child had not yet
+    unpickled its start-up objects, the run dropped the pool's `ready` event, the event's named semaphores were
+    unlinked, and the child died in start-up (FileNotFoundError, "exited with code 1 during start-up"). Forced
+    here: the spare's child is stopped right after its spawn, and resumed only once the run has taken it."""
+    real_start = multiprocessing.context.SpawnProcess.start
+    paused = []
+
+    def start_paused(process):
+        real_start(process)
+        os.kill(process.pid, signal.SIGSTOP)  # before its interpreter can have read what the pool sent it
+        paused.append(process.pid)
+
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", start_paused)
+    pool.prepare("torch")
+    monkeypatch.undo()
+    assert paused == [pool._spares["torch"].process.pid]
+    writer = HistoryWriter.open(tmp_path / "h.db")
+    try:
+        session = RunSession(RunSpec(model="mlp", duration_s=0.3, warmup_s=0.0), writer, telemetry_hz=None,
+                             pool=pool)
+        session.start()  # takes the spare, still paused mid-start-up
+        gc.collect()
+        os.kill(paused[0], signal.SIGCONT)
+        record = session.wait(180)
+    finally:
+        writer.close()
+    assert session._worker.pid == paused[0]
+    assert record["status"] == "completed", record["message"]
+    assert record["environment"]["worker_start"] == "warming"
 
 
 def test_a_pooled_worker_runs_one_spec_only_even_after_a_failure(tmp_path, pool):
