@@ -510,7 +510,9 @@ class _TimePlot(QtWidgets.QWidget):
         layout.addLayout(header)
         layout.addWidget(self._legend)
         layout.addWidget(self._stack, 1)
-        self.setMinimumSize(320, 200)
+        # 140 px tall still reads (a header, a legend line, ~100 px of plot); more would make four of them, with
+        # a profile under them, taller than a laptop's screen (the pages scroll rather than squeeze below this).
+        self.setMinimumSize(320, 140)
 
         view = self._plot.getViewBox()
         view.sigXRangeChanged.connect(self._view_changed)

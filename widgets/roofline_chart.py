@@ -66,7 +66,12 @@ class RooflineChart(QtWidgets.QWidget):
         layout.addWidget(self.plot, 1)
         layout.addWidget(self.hover)
         layout.addWidget(self.note)
-        self.setMinimumSize(420, 320)
+        # The plot itself keeps 150 px (two decades of each axis read). The whole chart's minimum is set, not left
+        # to the layout: wrapped legend and note lines (5–6 at 360 px wide) do not count in a layout's minimum, and
+        # under it they overlap the plot. (The Run page scrolls its plots and profile, so this does not set the
+        # window's height.)
+        self.plot.setMinimumHeight(150)
+        self.setMinimumSize(360, 320)
         self.roof_items: list[Any] = []  # the drawn roofs, for tests
         self.dot_items: list[Any] = []
         self._points: list[tuple[float, float, dict[str, Any]]] = []  # (log10 x, log10 y, dot) for hovering

@@ -47,7 +47,7 @@ class RunPage(QtWidgets.QWidget):
         # The stored machine card for a target (efficiency and bound columns); set by the window, None: no roofs.
         self.machine_card: Callable[[str], dict[str, Any] | None] | None = None
         self.profile_box = QtWidgets.QGroupBox("Op profile")
-        self.profile_caption = QtWidgets.QLabel()
+        self.profile_caption = _WrappedCaption()
         self.profile_caption.setWordWrap(True)
         self.profile_caption.setFont(theme.font(theme.BASE_PT))
         self.ops = OpTable()
@@ -60,7 +60,7 @@ class RunPage(QtWidgets.QWidget):
         tables.addWidget(self.roofline, 2)
         box_layout = QtWidgets.QVBoxLayout(self.profile_box)
         box_layout.addWidget(self.profile_caption)
-        box_layout.addLayout(tables)
+        box_layout.addLayout(tables, 1)  # room beyond the minimum goes to the table and the chart, not the caption
         self.profile_box.hide()
         left = QtWidgets.QWidget()
         left_layout = QtWidgets.QVBoxLayout(left)
@@ -72,7 +72,7 @@ class RunPage(QtWidgets.QWidget):
         left_layout.addStretch(1)
         # Scrolls rather than squeezes: with a scenario's options and its summary block the column can be taller
         # than the window, and squeezed figures would overlap.
-        scroll = QtWidgets.QScrollArea()
+        self.left_scroll = scroll = QtWidgets.QScrollArea()
         scroll.setWidget(left)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
@@ -85,9 +85,19 @@ class RunPage(QtWidgets.QWidget):
         right.addWidget(self.plots)
         right.addWidget(self.profile_box)
         right.setChildrenCollapsible(False)
+        # The plots and the profile scroll rather than set the page's minimum height: four plots and the op
+        # profile with its roofline need ~1000 px at their smallest, more than a laptop's screen leaves the page,
+        # and a window made taller than its screen hid the verdict and its Confirm button below the screen's edge.
+        # Where there is room they fill the page and nothing scrolls.
+        self.right_scroll = right_scroll = QtWidgets.QScrollArea()
+        right_scroll.setWidget(right)
+        right_scroll.setWidgetResizable(True)
+        right_scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        right_scroll.setMinimumWidth(400)
         splitter = QtWidgets.QSplitter()
         splitter.addWidget(scroll)
-        splitter.addWidget(right)
+        splitter.addWidget(right_scroll)
+        splitter.setChildrenCollapsible(False)
         splitter.setStretchFactor(1, 1)
         layout = QtWidgets.QHBoxLayout(self)
         layout.addWidget(splitter)
@@ -176,6 +186,7 @@ class RunPage(QtWidgets.QWidget):
         self.ops.set_ops(ops)
         self._show_roofline(record.get("ops") or [], card, precision, profile.get("op_time_s"))
         self.profile_caption.setText(_caption(profile, card is not None))
+        self.profile_caption.fit()
         self.profile_caption.setToolTip("\n".join(profile.get("notes") or []))
         if not self.profile_box.isVisible():
             total = sum(self._right.sizes()) or self._right.height()
@@ -195,6 +206,21 @@ class RunPage(QtWidgets.QWidget):
             return
         self.roofline.set_data(data)
         self.roofline.show()
+
+
+class _WrappedCaption(QtWidgets.QLabel):
+    """A wrapped label whose minimum height is that of its wrapped lines. A splitter (and so the scroll area around
+    the Run page's plots and profile) sizes its parts from their minimums, which count one line of a wrapped label:
+    the profile box came out a line short and its bottom, the roofline's note, was cut off."""
+
+    def fit(self) -> None:
+        needed = self.heightForWidth(self.width())
+        if needed > 0 and needed != self.minimumHeight():
+            self.setMinimumHeight(needed)
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.fit()
 
 
 def node_name(node: dict[str, Any]) -> str:

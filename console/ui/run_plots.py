@@ -23,6 +23,7 @@ class RunPlots(QtWidgets.QWidget):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self.latency = LatencyPlot()
+        self.latency.setMinimumHeight(180)  # the run's main plot keeps more than the others' 140 when space is short
         self.cpu = TimeSeriesPlot("Utilization", "utilization", "%", y_range=(0, 100))
         self.memory = TimeSeriesPlot("Memory", "memory", "GiB")
         self.power = TimeSeriesPlot("Power", "power", "W")

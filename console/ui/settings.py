@@ -124,8 +124,10 @@ class Settings:
 
     def restore_window(self, window: QtWidgets.QMainWindow) -> None:
         geometry = self._qs.value("window/geometry")
-        if geometry is None or not window.restoreGeometry(geometry):
-            window.resize(1400, 860)
+        if geometry is None or not window.restoreGeometry(geometry):  # (a restored one is kept on its screen)
+            # 1400×860 where there is room; on a laptop's 1366×768 no larger than what the screen leaves a window.
+            room = window.screen().availableGeometry() if window.screen() else None
+            window.resize(min(1400, room.width()) if room else 1400, min(860, room.height()) if room else 860)
 
     def save_window(self, window: QtWidgets.QMainWindow) -> None:
         self._qs.setValue("window/geometry", window.saveGeometry())
