@@ -12,7 +12,8 @@ Rules that keep the numbers honest and the pool safe:
   may press Run): the pool keeps a taken spare's start-up objects until its child has them, since the `ready`
   event is named semaphores that the last reference in this process unlinks, and a child that had not yet opened
   them died in start-up (FileNotFoundError, "worker exited with code 1").
-Qt-free; the window's workspace owns one pool, the CLI has none (one run per process).
+Qt-free; the window's workspace owns one pool, and `analyze --confirm` one for its rounds (other CLI commands run
+one measurement per process and have none).
 """
 
 from __future__ import annotations
