@@ -92,6 +92,17 @@ def exported(history, tmp_path_factory):
     return out.read_bytes()
 
 
+def fifo_at(tmp_path, via_link):
+    """A FIFO in tmp_path, and the path to name it by: itself, or a symlink to it."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    if not via_link:
+        return fifo, fifo
+    link = tmp_path / "link"
+    link.symlink_to(fifo)
+    return fifo, link
+
+
 def one_line(stderr):
     text = stderr.decode() if isinstance(stderr, bytes) else stderr
     lines = text.strip().splitlines()
@@ -129,12 +140,7 @@ def test_a_null_device_and_a_link_to_it_are_written_into(history, tmp_path):
 @pytest.mark.parametrize("via_link", [False, True])
 def test_a_fifo_without_a_reader_is_refused_at_once(history, tmp_path, cmd, via_link):
     db, run_id = history
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    path = fifo
-    if via_link:
-        path = tmp_path / "link"
-        path.symlink_to(fifo)
+    fifo, path = fifo_at(tmp_path, via_link)
     done = labconsole(cmd, run_id, "--out", str(path), db=db, timeout=60)  # before: the rename replaced it
     assert done.returncode == 2 and "is a FIFO with no reader" in one_line(done.stderr)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and (not via_link or path.is_symlink())
@@ -144,12 +150,7 @@ def test_a_fifo_without_a_reader_is_refused_at_once(history, tmp_path, cmd, via_
 @pytest.mark.parametrize("via_link", [False, True])
 def test_a_fifo_with_a_reader_receives_the_export(history, exported, tmp_path, via_link):
     db, run_id = history
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    path = fifo
-    if via_link:
-        path = tmp_path / "link"
-        path.symlink_to(fifo)
+    fifo, path = fifo_at(tmp_path, via_link)
     code, _, err, received = with_fifo_reader(fifo, "export", run_id, "--out", str(path), db=db)
     assert code == 0 and "exported 1 run(s)" in err, err
     assert received == exported

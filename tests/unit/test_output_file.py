@@ -28,6 +28,17 @@ def null_node(path):
     return path
 
 
+def fifo_at(tmp_path, via_link):
+    """A FIFO in tmp_path, and the path to name it by: itself, or a symlink to it."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    if not via_link:
+        return fifo, fifo
+    link = tmp_path / "link"
+    link.symlink_to(fifo)
+    return fifo, link
+
+
 def write_text(target, text="a,b\n1,2\n"):
     return write_out(target, lambda stream: stream.write(text), binary=False)
 
@@ -98,12 +109,7 @@ def test_a_block_device_is_refused_before_anything(tmp_path):
 
 @pytest.mark.parametrize("via_link", [False, True])
 def test_a_fifo_without_a_reader_is_refused_at_once(tmp_path, via_link):
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    path = fifo
-    if via_link:
-        path = tmp_path / "link"
-        path.symlink_to(fifo)
+    fifo, path = fifo_at(tmp_path, via_link)
     with pytest.raises(OutputError, match="is a FIFO with no reader") as info:
         check_out(path)
     assert info.value.usage and stat.S_ISFIFO(os.lstat(fifo).st_mode)
@@ -111,12 +117,7 @@ def test_a_fifo_without_a_reader_is_refused_at_once(tmp_path, via_link):
 
 @pytest.mark.parametrize("via_link", [False, True])
 def test_a_fifo_with_a_reader_receives_everything(tmp_path, via_link):
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    path = fifo
-    if via_link:
-        path = tmp_path / "link"
-        path.symlink_to(fifo)
+    fifo, path = fifo_at(tmp_path, via_link)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # the reader is there before the writer looks
     try:
         target = check_out(path)
