@@ -10,8 +10,11 @@ agree. Two different questions are asked instead:
    an exact two-sided Mann–Whitney test on the window medians, and the change is the ratio of the two halves'
    medians. A drift needs both p ≤ ALPHA and a change larger than the tolerance. The test is what "beyond the
    noise" means here: it judges the change against this run's own window-to-window jitter, which is the machine's
-   noise as the run met it; the machine's noise floor is not added to the threshold as well — on a machine that
-   jitters 25% that would hide any step under 25% however clear the halves' separation.
+   noise as the run met it. Its windows, though, share the machine's slow wander (neighbouring windows' medians
+   correlate 0.5–0.6 on a VM), which the rank test, assuming independent windows, reads as a trend: 3 of 20 steady
+   runs were called a drift. So the change must also exceed the machine's own wander — the largest change between
+   the halves that the noise floor's reference kernel, work that cannot drift, showed in its recent draws
+   (console.noise pools them): a smaller change cannot be told from the machine, and the run says so.
    Why halves and a rank test: the windows' jitter on a shared machine is neither normal nor small, so a test on
    ranks keeps its false-alarm rate (≤ 3.2% at 5 + 5 windows) whatever the jitter's size; and both shapes of drift
    that matter — a steady rise (throttling, a leak) and a step (a competing program, a frequency change) — put the
@@ -71,15 +74,32 @@ STABLE, JITTERY, DRIFT, UNSTEADY = "stable", "jittery", "drift", "unsteady"
 def noise_of(floor: Mapping[str, Any] | None, k: int) -> float | None:
     """The noise floor's typical spread of `k` consecutive windows (a fraction), None when there is no floor.
 
-    Recomputed from the floor's window medians for this `k` when they are stored (the rules may compare another
-    number of windows than the 3 the floor was summarised for), else its stored spread."""
+    Recomputed from the floor's window medians for this `k` when they are stored — one draw's, or several draws'
+    pooled (console.noise.pooled) — since the rules may compare another number of windows than the 3 the floor was
+    summarised for; else its stored spread."""
     if not isinstance(floor, Mapping):
         return None
-    medians = floor.get("medians_us")
-    if isinstance(medians, Sequence) and len(medians) >= k >= 2 and all(_positive(m) for m in medians):
-        return noise.spread_of(list(medians), k)
+    draws = floor.get("pooled_medians_us")
+    if not isinstance(draws, Sequence) or isinstance(draws, str):
+        draws = [floor.get("medians_us")]
+    groups = [g for medians in draws
+              if isinstance(medians, Sequence) and len(medians) >= k >= 2 and all(_positive(m) for m in medians)
+              for g in noise.group_spreads(list(medians), k)]
+    if groups:
+        return statistics.median(groups)
     spread = floor.get("spread")
-    return float(spread) if isinstance(spread, (int, float)) and math.isfinite(spread) and spread >= 0 else None
+    return float(spread) if _finite(spread) and spread >= 0 else None
+
+
+def wander_of(floor: Mapping[str, Any] | None) -> float | None:
+    """How far the machine alone moved the halves of steady work (the floor's `wander`, or its one draw's
+    |halves_change|); None when the floor does not say (an older floor, or none)."""
+    if not isinstance(floor, Mapping):
+        return None
+    for key in ("wander", "halves_change"):
+        if _finite(floor.get(key)):
+            return abs(float(floor[key]))
+    return None
 
 
 def allowance_for(floor: Mapping[str, Any] | None, k: int, tolerance: float) -> float | None:
@@ -161,11 +181,14 @@ def judge(medians: Sequence[float], k: int, tolerance: float, floor: Mapping[str
     typical = typical_spread(values, k)
     noise = noise_of(floor, k)
     allowance = max(tolerance, NOISE_MULTIPLIER * noise) if noise is not None else tolerance
-    threshold = tolerance
+    wander = wander_of(floor)
+    threshold = max(tolerance, wander) if wander is not None else tolerance
     found = trend(values)
+    if found is not None and threshold > max(tolerance, found["min_detectable_change"]):  # no smaller drift is called
+        found = {**found, "min_detectable_change": threshold, "machine_wander": wander}
     result = {"spread": spread, "typical_spread": typical, "tolerance": tolerance, "noise": noise,
               "allowance": allowance, "trend": found, "drift_threshold": threshold, "alpha": ALPHA,
-              "noise_multiplier": NOISE_MULTIPLIER, "settled": None, "unresolved_change": None,
+              "noise_multiplier": NOISE_MULTIPLIER, "wander": wander, "settled": None, "unresolved_change": None,
               "min_detectable_change": found["min_detectable_change"] if found is not None else None}
     if _drifts(found, threshold):
         final = trend(values[-base_windows:]) if base_windows and len(values) > base_windows else None
@@ -332,16 +355,22 @@ def _unresolved(found: Mapping[str, Any], threshold: float, windows: int) -> str
     tolerance without a significant test, or the smallest drift it resolves is above the tolerance; None when
     "no drift" is what the run showed."""
     smallest = found["min_detectable_change"]
-    reach = (f"drifts under {smallest:.0%} cannot be resolved by {windows} windows that jitter "
+    reach = (f"drifts under {smallest:.0%} cannot be told from this machine's own wander (steady work's halves "
+             f"moved {smallest:.0%})" if found.get("machine_wander") is not None else
+             f"drifts under {smallest:.0%} cannot be resolved by {windows} windows that jitter "
              f"{found['window_spread']:.0%}" if math.isfinite(smallest) else f"{windows} windows cannot show a drift")
     if abs(found["change"]) > threshold:
         return (f"; no drift shown, but the halves differ by {found['change']:+.0%} (p = {found['p_value']:.2g}), "
                 f"which this run's {windows} windows cannot tell from jitter ({reach})")
-    return f"; no drift shown, but {reach}" if smallest > threshold else None
+    return f"; no drift shown, but {reach}" if smallest > threshold or "machine_wander" in found else None
 
 
 def _drifts(found: Mapping[str, Any] | None, threshold: float) -> bool:
     return found is not None and found["p_value"] <= ALPHA and abs(found["change"]) > threshold
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _positive(value: Any) -> bool:

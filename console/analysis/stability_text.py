@@ -66,7 +66,9 @@ def stability_line(summary: Mapping[str, Any] | None) -> str | None:
             from console.noise import age_text
 
             source += f", {age_text(age)} old"
-        parts.append(f"noise floor from {floor['window_s']:g}-s windows of a reference kernel ({source})")
+        wander = stability.get("wander")
+        moved = f"; its halves moved up to {wander:.0%}" if isinstance(wander, (int, float)) else ""
+        parts.append(f"noise floor from {floor['window_s']:g}-s windows of a reference kernel ({source}{moved})")
     elif stability.get("noise") is None:
         parts.append("noise floor not measured (labconsole machine measures it)")
     return " · ".join(parts)

@@ -263,3 +263,28 @@ def test_a_quiet_run_says_no_drift_and_a_run_that_resolves_little_says_how_littl
         in rough["text"]
     few = drift.judge([1.0, 1.02, 0.98, 1.01, 1.0, 0.99], 3, 0.10, floor(0.05))
     assert few["min_detectable_change"] == math.inf and "6 windows cannot show a drift" in few["text"]
+
+
+def test_a_step_within_the_machines_own_wander_is_said_not_called():
+    # the machine alone moved a steady kernel's halves 30% lately: a 20% step cannot be told from it
+    levels = np.where(np.arange(10) < 5, 1.0, 1.2) * jitter(0, 0.04)
+    wandering = {**floor(0.06), "wander": 0.30}
+    result = assess(*windowed(levels, 0), noise_floor=wandering)
+    stability = result["stability"]
+    assert result["valid"] and stability["verdict"] == "stable" and stability["drift_threshold"] == 0.30
+    assert stability["trend"]["p_value"] <= drift.ALPHA and stability["min_detectable_change"] == 0.30
+    assert "cannot be told from this machine's own wander (steady work's halves moved 30%)" in stability["text"]
+    # a step beyond the wander is still a drift; a wander under the tolerance changes nothing
+    assert rules_of(assess(*windowed(np.where(np.arange(10) < 5, 1.0, 1.5), 0), noise_floor=wandering)) == ["drift"]
+    calm = assess(*windowed(levels, 0), noise_floor={**floor(0.06), "wander": 0.05})
+    assert rules_of(calm) == ["drift"] and calm["stability"]["drift_threshold"] == 0.10
+
+
+def test_noise_of_pools_several_draws_and_the_wander_reads_either_form():
+    calm, burst = [100.0] * 10, [100.0, 150.0] * 5
+    pooled = {"spread": 0.9, "pooled_medians_us": [calm, burst]}
+    groups = noise.group_spreads(calm, 3) + noise.group_spreads(burst, 3)
+    assert drift.noise_of(pooled, 3) == pytest.approx(float(np.median(groups)))
+    assert drift.wander_of({"wander": -0.2}) == 0.2 and drift.wander_of({"halves_change": -0.1}) == 0.1
+    assert drift.wander_of({"spread": 0.1}) is None and drift.wander_of(None) is None
+    assert noise.halves_change([100.0, 100.0, 999.0, 120.0, 120.0]) == pytest.approx(0.2)  # the middle left out

@@ -1,6 +1,6 @@
-"""The noise floor for a run (console.noise): the newest of the card's (any age, stated) and the kept quick one
-(only when recent);
-its row in the machine table; the stability line the CLI and Markdown print."""
+"""The noise floor for a run (console.noise): recent draws (quick ones and the card's) pooled, the card's own floor
+(any age, stated) when there is no recent draw; its row in the machine table; the stability line the CLI and
+Markdown print."""
 
 import socket
 import time
@@ -17,7 +17,16 @@ NOW = 1_800_000_000.0
 
 def floor(spread, at, **extra):
     return {"spread": spread, "max_spread": spread * 2, "k": 3, "window_s": 0.25, "windows": 10,
-            "medians_us": [100.0] * 10, "measured_epoch_s": at, **extra}
+            "medians_us": None, "measured_epoch_s": at, "kernel_version": noise.KERNEL_VERSION, **extra}
+
+
+def draw(medians, at, **extra):
+    """A quick draw as engines.machine.noise.measure_noise returns it."""
+    from engines.machine.noise import halves_change, spread_of
+
+    return {"spread": spread_of(medians), "k": 3, "window_s": 0.4, "windows": len(medians), "medians_us": medians,
+            "halves_change": halves_change(medians), "measured_epoch_s": at, "kernel_version": noise.KERNEL_VERSION,
+            **extra}
 
 
 @pytest.fixture
@@ -34,7 +43,7 @@ def test_a_kept_quick_floor_serves_while_recent(db):
     assert noise.keep(floor(0.07, NOW - 60), db) == db.parent / noise.CACHE_NAME
     found = noise.recent("cpu", db, now=NOW)
     assert found["spread"] == 0.07 and found["age_s"] == pytest.approx(60)
-    assert found["source"] == "quick measurement kept from an earlier run"
+    assert found["source"] == "quick measurement"
     assert noise.recent("cpu", db, now=NOW + noise.MAX_AGE_S) is None  # too old: measure again
     assert noise.noise_floor_for("cpu", db, measure=False, now=NOW + noise.MAX_AGE_S) is None
     assert noise.kept_floor(db)["spread"] == 0.07  # still kept, just not recent
@@ -48,17 +57,56 @@ def test_kept_floors_are_per_host_and_survive_a_broken_file(db):
     assert set(__import__("json").loads((db.parent / noise.CACHE_NAME).read_text())) == {socket.gethostname()}
 
 
-def test_the_newest_of_card_and_kept_floor_wins(db):
+def test_recent_draws_are_pooled_with_the_cards(db):
     card = {"target": "cpu", "host": socket.gethostname(), "device_name": "test cpu", "quick": False,
-            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 120)),
-            "noise_floor": floor(0.04, NOW - 120, window_s=1.0)}
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 1200)),
+            "noise_floor": draw([100.0, 102, 101, 103, 100, 101, 102, 100, 101, 102], NOW - 1200, window_s=1.0)}
     card_id = store_card(card, db)
+    alone = noise.recent("cpu", db, now=NOW)  # 20 min old: no recent draw, so the card's own floor stands
+    assert alone["source"] == f"machine card {card_id[:8]}" and alone["age_s"] == pytest.approx(1200)
+    # a burst: a quick draw a minute ago jittered 50% between windows and its halves moved +40%
+    noise.keep(draw([100.0, 150, 100, 150, 100, 140, 210, 140, 210, 140], NOW - 60), db)
     found = noise.recent("cpu", db, now=NOW)
-    assert found["spread"] == 0.04 and found["source"] == f"machine card {card_id[:8]}"
-    noise.keep(floor(0.09, NOW - 30), db)  # a quick floor measured after the card
-    assert noise.recent("cpu", db, now=NOW)["spread"] == 0.09
-    noise.keep(floor(0.09, NOW - 3600), db)  # an old quick floor: the card's is newer
-    assert noise.recent("cpu", db, now=NOW)["spread"] == 0.04
+    assert found["draws"] == 2 and found["age_s"] == pytest.approx(60)
+    assert found["source"] == f"2 draws over the last 20 min (machine card {card_id[:8]}, quick measurement)"
+    # the median over all 16 three-window groups: 8 near 3% (card) and 8 at 50% → between them, not either draw's
+    assert 0.03 <= found["spread"] <= 0.5 and found["wander"] == pytest.approx(0.4)
+    assert len(found["pooled_medians_us"]) == 2
+    assert noise.recent("cpu", db, now=NOW + noise.POOL_AGE_S)["source"].startswith("machine card")  # pool aged
+
+
+def test_the_pool_keeps_the_newest_draws_of_this_kernel_only(db):
+    for i in range(noise.POOL_DRAWS + 2):
+        noise.keep(draw([100.0 + i] * 10, NOW - 500 + i), db)
+    assert len(noise.kept_draws(db)) == noise.POOL_DRAWS
+    assert noise.kept_floor(db)["medians_us"][0] == 100.0 + noise.POOL_DRAWS + 1  # the newest
+    noise.keep({**draw([100.0, 300] * 5, NOW - 10), "kernel_version": 1}, db)  # the kernel before the 4 MiB pass
+    assert noise.recent("cpu", db, now=NOW)["draws"] == noise.POOL_DRAWS - 1 and \
+        noise.recent("cpu", db, now=NOW)["spread"] == 0.0
+
+
+def test_a_file_from_before_pooling_still_reads(db):
+    import json
+
+    db.parent.mkdir(parents=True, exist_ok=True)
+    (db.parent / noise.CACHE_NAME).write_text(json.dumps({socket.gethostname(): floor(0.07, NOW - 60)}))
+    assert noise.recent("cpu", db, now=NOW)["spread"] == 0.07
+    noise.keep(floor(0.09, NOW - 30), db)
+    assert len(noise.kept_draws(db)) == 2
+
+
+def test_noise_floor_for_measures_when_the_newest_draw_is_old(db, monkeypatch):
+    measured = []
+    monkeypatch.setattr(noise, "measure_quick", lambda: measured.append(1) or draw([100.0, 110] * 5, time.time()))
+    noise.keep(draw([100.0] * 10, time.time() - 3 * noise.MAX_AGE_S), db)  # in the pool, but not recent
+    found = noise.noise_floor_for("cpu", db)
+    assert measured == [1] and found["draws"] == 2 and found["wander"] == pytest.approx(0.1)
+    assert noise.noise_floor_for("cpu", db)["draws"] == 2 and measured == [1]  # recent now: nothing measured
+    later = time.time() + noise.POOL_MIN_GAP_S + 1  # a minute on, a pool under POOL_MIN draws takes another
+    assert noise.noise_floor_for("cpu", db, now=later)["draws"] == 3 and measured == [1, 1]
+    assert noise.noise_floor_for("cpu", db, now=later + noise.POOL_MIN_GAP_S)["draws"] == 3 and len(measured) == 2
+    monkeypatch.setattr(noise, "measure_quick", lambda: (_ for _ in ()).throw(RuntimeError("no worker")))
+    assert noise.noise_floor_for("cpu", db, now=time.time() + 2 * noise.MAX_AGE_S)["draws"] == 3  # failed: the old
 
 
 
@@ -85,6 +133,9 @@ def test_describe():
     assert "not measured" in noise.describe(None)
     text = noise.describe({**floor(0.15, NOW), "source": "quick measurement before the run", "age_s": 150})
     assert text == "noise floor 15% between 0.25-s windows (quick measurement before the run, 2 min ago)"
+    pooled = noise.describe({**floor(0.15, NOW), "wander": 0.12, "source": "3 draws over the last 40 min", "age_s": 30})
+    assert pooled == ("noise floor 15% between 0.25-s windows, halves moved up to 12% (3 draws over the last 40 min, "
+                      "30 s ago)")
 
 
 def test_machine_table_row():
