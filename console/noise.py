@@ -72,6 +72,22 @@ def noise_floor_for(target: str = "cpu", db: str | os.PathLike | None = None, *,
     return recent(target, db, max_age_s=max_age_s, now=now)
 
 
+def measure_after_run(target: str, db: str | os.PathLike | None, before: dict[str, Any] | None
+                      ) -> dict[str, Any] | None:
+    """A quick draw right after a run the floor `before` made INVALID (console.session): kept in the pool, and
+    returned alone — it is the machine as the run met it, not the hour's median — with the larger of its own and
+    `before`'s wander (the machine's wander seen lately still bounds what a drift must exceed). None when it could
+    not be measured (the run keeps its verdict)."""
+    try:
+        draw = measure_quick()
+    except Exception:  # noqa: BLE001 — the run keeps the verdict it had
+        return None
+    keep(draw, db)
+    wanders = [abs(x) for x in ((before or {}).get("wander"), draw.get("halves_change")) if _number(x)]
+    return {**draw, "wander": max(wanders) if wanders else None, "draws": 1, "age_s": 0.0,
+            "source": "quick measurement right after the run (the earlier floor called it invalid)"}
+
+
 def recent(target: str = "cpu", db: str | os.PathLike | None = None, *, max_age_s: float = MAX_AGE_S,
            now: float | None = None) -> dict[str, Any] | None:
     """This host's floor in force: the draws of this kernel from the last POOL_AGE_S pooled (`pooled`), when the

@@ -196,3 +196,31 @@ def test_a_session_aims_for_the_stored_floor_when_it_starts(db):
     assert bare.noise_floor is None and bare.spec.scenario_options.stability_allowance is None
     bare.use_noise_floor({**floor(0.05, time.time()), "medians_us": None})  # the window's quick floor, measured after the session was made
     assert bare.spec.scenario_options.stability_allowance == pytest.approx(0.10)
+
+
+def test_a_run_the_floor_made_invalid_is_judged_again_by_a_draw_taken_right_after(db, monkeypatch):
+    from types import SimpleNamespace
+
+    from console.session import RunSession
+    from engines.spec import RunSpec
+
+    calm = draw([100.0, 101] * 5, time.time() - 120, halves_change=0.01)
+    noise.keep(calm, db)
+    noisy_now = draw([100.0, 140, 100, 140, 100, 140, 100, 140, 100, 140], time.time())
+    monkeypatch.setattr(noise, "measure_quick", lambda: noisy_now)
+    events = []
+    session = RunSession(RunSpec.from_dict({"model": "mlp"}), SimpleNamespace(path=db), telemetry_hz=None,
+                         listener=events.append)
+
+    def judged(verdict, valid=False):
+        return {"validity": {"stability": {"verdict": verdict, "valid": valid}}}
+
+    assert not session._noise_floor_now(judged("jittery", valid=True))  # valid: nothing to measure
+    assert session._noise_floor_now(judged("unsteady"))
+    assert session.noise_floor["spread"] == pytest.approx(0.4) and session.noise_floor["draws"] == 1
+    assert session.noise_floor["source"].startswith("quick measurement right after the run")
+    assert session.noise_floor["wander"] == pytest.approx(0.4)  # the larger of the pool's 1% and the draw's 40%
+    assert [e["phase"] for e in events if e["type"] == "phase"] == ["noise floor"]
+    assert len(noise.kept_draws(db)) == 2  # kept in the pool for the runs after it
+    monkeypatch.setattr(noise, "measure_quick", lambda: (_ for _ in ()).throw(RuntimeError("no worker")))
+    assert not session._noise_floor_now(judged("drift"))  # not measured: the run keeps its verdict
