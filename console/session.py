@@ -349,9 +349,9 @@ class RunSession:
         draws, then runs whose windows jittered 16–60%), so the floor measured minutes earlier is not the noise
         this run met; the draw right after it is the nearest measurement that does not disturb it. A drifting or
         unsteady workload stays so on a calm machine. Not for a run on a cluster node, nor without a floor."""
-        stability = ((summary.get("validity") or {}).get("stability") or {})
-        if self._remote is not None or self._noise_floor is None or stability.get("valid") is not False \
-                or stability.get("verdict") not in ("unsteady", "drift") or not getattr(self._writer, "path", None):
+        failed = {reason.get("rule") for reason in summary.get("invalid_reasons") or []}
+        if self._remote is not None or self._noise_floor is None or not failed & {"stability", "drift"} \
+                or not getattr(self._writer, "path", None):
             return False
         from console import noise
 

@@ -344,7 +344,8 @@ def _stability(windows: list[dict[str, Any]], n: int, rate: float | None, measur
                     settled=verdict["settled"],
                     typical_spread=verdict["typical_spread"], unresolved_change=verdict["unresolved_change"],
                     min_detectable_change=verdict["min_detectable_change"],
-                    allowance=verdict["allowance"], trend=verdict["trend"], drift_threshold=verdict["drift_threshold"])
+                    allowance=verdict["allowance"], trend=verdict["trend"], drift_threshold=verdict["drift_threshold"],
+                    wander=verdict["wander"])
         return verdict["valid"], info, drift.reason(verdict, k, every, measured_s)
     if spread is not None and spread <= rules.stability_tolerance:
         return True, info, None

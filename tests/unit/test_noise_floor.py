@@ -212,11 +212,12 @@ def test_a_run_the_floor_made_invalid_is_judged_again_by_a_draw_taken_right_afte
     session = RunSession(RunSpec.from_dict({"model": "mlp"}), SimpleNamespace(path=db), telemetry_hz=None,
                          listener=events.append)
 
-    def judged(verdict, valid=False):
-        return {"validity": {"stability": {"verdict": verdict, "valid": valid}}}
+    def judged(*rules):
+        return {"valid": not rules, "invalid_reasons": [{"rule": rule} for rule in rules]}
 
-    assert not session._noise_floor_now(judged("jittery", valid=True))  # valid: nothing to measure
-    assert session._noise_floor_now(judged("unsteady"))
+    assert not session._noise_floor_now(judged())  # valid: nothing to measure
+    assert not session._noise_floor_now(judged("throughput"))  # invalid for a reason the floor does not decide
+    assert session._noise_floor_now(judged("stability"))
     assert session.noise_floor["spread"] == pytest.approx(0.4) and session.noise_floor["draws"] == 1
     assert session.noise_floor["source"].startswith("quick measurement right after the run")
     assert session.noise_floor["wander"] == pytest.approx(0.4)  # the larger of the pool's 1% and the draw's 40%
