@@ -113,13 +113,20 @@ def round_spec(spec: Any, run8: str) -> Any:
 def round_runners(base: Any, writer: Any, pool: Any = None, partition: Any = None, on_session: Any = None):
     """make_runner(planned) for console.analysis.confirm.run_confirmation: the original (`base`, a round_spec)
     as A and the planned change as B, each round a RunSession through console.cli.compare_rounds.runner (a round
-    that fails raises RoundFailed, a RuntimeError), each taking the pool's spare, warm or still importing."""
+    that fails raises RoundFailed, a RuntimeError), each taking the pool's spare, warm or still importing. A threads
+    experiment's rounds are watched for other processes' load on the worker's CPUs (console.round_load)."""
     from console.cli.compare_rounds import runner
 
     def make_runner(planned: Any):
         changed = dataclasses.replace(planned.axis.apply(base), name=f"{base.name} {planned.axis.name} B")
-        return runner({"A": dataclasses.replace(base, name=f"{base.name} {planned.axis.name} A"), "B": changed},
-                      writer, pool=pool, partition=partition, on_session=on_session)
+        run_round = runner({"A": dataclasses.replace(base, name=f"{base.name} {planned.axis.name} A"),
+                            "B": changed}, writer, pool=pool, partition=partition, on_session=on_session)
+        if planned.axis.kind != "threads":
+            return run_round
+        from console.round_load import LoadWatched  # a second thread's gain is the machine's only when it is idle
+
+        confined = getattr(partition, "confined", False)
+        return LoadWatched(run_round, list(partition.worker) if confined else None)
     return make_runner
 
 

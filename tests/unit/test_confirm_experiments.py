@@ -181,3 +181,64 @@ def test_undecided_says_which_predictions_held_and_which_are_still_open():
                                  "reached [0.469, 1.55] after 10 rounds a side, neither inside nor outside compute's "
                                  "×0.4–0.625 (more rounds: --confirm-max-rounds, or a quieter machine)")
     assert block["notes"] == ["no runner-up named: tested against the classes a change can exclude (host-overhead)"]
+
+
+def test_a_threads_experiment_run_while_neighbours_were_busy_is_undecided_not_refuted():
+    from console.analysis.confirm import judge
+    from console.analysis.confirm.experiment import run_experiment
+
+    v = {"class": "compute", "secondary": None, "evidence": {},
+         "scores": {"compute": 1.0, "memory-bandwidth": 0.0, "cache-resident": 0.0, "host-overhead": 0.0}}
+    gemm = RunSpec(model="synth-gemm", model_params={"rows": 128, "features": 512, "layers": 2}, threads=1).validate()
+    the_plan = plan_for(v, gemm, {}, CARD, worker_cores=2)
+    threads = next(p for p in the_plan.experiments if p.axis.kind == "threads")
+    # a neighbour took the second core: twice the threads came out ×0.95, wholly outside compute's ≤ ×0.625
+    run_round = runner_for(lambda planned: 0.95)(threads)
+    watched = type("Watched", (), {"__call__": lambda self, side, k: run_round(side, k),
+                                   "interference": lambda self: "other processes used 0.90 cores of the worker's "
+                                                                "CPUs between the rounds (≥ 0.5)",
+                                   "load": lambda self: {"other_cores": 0.9, "probes": 8}})()
+    record = run_experiment(threads, watched, 4, 10)
+    assert record["outcome"] == "undecided" and record["measured_outcome"] == "not as predicted"
+    assert record["other_load"] == {"other_cores": 0.9, "probes": 8}
+    assert record["sentence"].endswith("— undecided (other processes used 0.90 cores of the worker's CPUs between "
+                                       "the rounds (≥ 0.5))")
+    block = judge(the_plan, [record])
+    assert block["outcome"] == "undecided" and "threads ×2 ×0.946 does not count: other processes used" in \
+        block["sentence"] and block["sentence"].endswith("(run again when the machine is quiet: labconsole doctor "
+                                                         "names busy programs)")
+
+
+def test_the_load_watcher_counts_other_processes_not_the_consoles_own_tree(tmp_path, monkeypatch):
+    from console import round_load
+
+    stat = tmp_path / "proc" / "stat"
+    stat.parent.mkdir()
+    ticks = {"busy": 0}
+
+    def write():  # cpu1 busy ticks (user) grow by what the fake sleep adds; 100 ticks a second
+        stat.write_text(f"cpu  0 0 0 0 0 0 0 0\ncpu1 {ticks['busy']} 0 0 1000 0 0 0 0\n")
+
+    ours = {"cpu": 0.0}
+    monkeypatch.setattr(round_load, "own_tree_cpu_s", lambda: {1: ours["cpu"]})
+    clock = {"t": 0.0}
+    monkeypatch.setattr(round_load.time, "monotonic", lambda: clock["t"])
+
+    def sleep(seconds, other_cores=0.8, our_cores=0.3):
+        ticks["busy"] += round(100 * seconds * (other_cores + our_cores))
+        ours["cpu"] += seconds * our_cores
+        clock["t"] += seconds
+        write()
+
+    write()
+    watched = round_load.LoadWatched(lambda side, k: [1.0], cpus=[1], probe_s=1.0, sleep=sleep, root=str(tmp_path))
+    assert watched("A", 0) == [1.0] and watched("B", 0) == [1.0]
+    assert watched.load()["other_cores"] == pytest.approx(0.8) and watched.load()["probes"] == 2
+    assert "other processes used 0.80 cores" in watched.interference()
+    quiet = round_load.LoadWatched(lambda side, k: [1.0], cpus=[1], probe_s=1.0,
+                                   sleep=lambda s: sleep(s, other_cores=0.1), root=str(tmp_path))
+    quiet("A", 0)
+    assert quiet.interference() is None and quiet.load()["other_cores"] == pytest.approx(0.1)
+    blind = round_load.LoadWatched(lambda side, k: [1.0], cpus=[1], sleep=lambda s: None, root=str(tmp_path / "no"))
+    blind("A", 0)
+    assert blind.interference() is None and "no /proc/stat" in blind.load()["why"]

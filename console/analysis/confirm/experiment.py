@@ -5,7 +5,9 @@ Why interleaved (A B B A …, console.analysis.interleave): the machine's state 
 rounds put each change on both sides, so the ratio of a pair is free of it. The loop, the pairing and the t
 interval are interleave's; only the question is this module's: does the interval of the time ratio (changed ÷
 original) lie inside the tested class's predicted range ("as predicted"), wholly outside it ("not as
-predicted"), or neither yet (more rounds, up to the cap: "undecided", with the interval it reached)?
+predicted"), or neither yet (more rounds, up to the cap: "undecided", with the interval it reached)? A runner
+that watched the machine (console.round_load: other processes busy on the worker's CPUs during a threads ×2
+experiment) can hold any answer at "undecided", with its reason, since the ratio then is not the machine's.
 
 Judged first after MIN_ROUNDS pairs — fewer than interleave's 8, because this question needs only the t interval,
 not a signed-rank p below 0.01, and the ranges a plan compares lie ≥ 10% apart — then after each A B B A group.
@@ -56,6 +58,13 @@ def run_experiment(planned: Planned, run_round: RoundRunner, min_rounds: int = M
               "rounds": result["rounds"], "max_rounds": result["max_rounds"], "looks": result["looks"],
               "pair_ratios": [_r(x) for x in result["pair_ratios"]], "median_a_ms": _r(result["median_a"]),
               "median_b_ms": _r(result["median_b"]), "outcome": outcome}
+    # a runner that watched the machine while its rounds ran (console.round_load) may say they cannot speak for it
+    interference = getattr(run_round, "interference", None)
+    why = interference() if callable(interference) else None
+    if callable(getattr(run_round, "load", None)):
+        record["other_load"] = run_round.load()
+    if why:
+        record.update(outcome=UNDECIDED, interference=why, measured_outcome=outcome)
     record["sentence"] = sentence(record)
     return record
 
@@ -65,7 +74,9 @@ def sentence(experiment: dict[str, Any]) -> str:
     low, high = experiment["ci95"]
     predicted = experiment["predicted"]
     measured = f"×{experiment['ratio']:.3g} [{low:.3g}, {high:.3g}] over {experiment['rounds']} rounds a side"
-    tail = "" if experiment["outcome"] != UNDECIDED else f" (the cap is {experiment['max_rounds']})"
+    tail = "" if experiment["outcome"] != UNDECIDED else \
+        f" ({experiment['interference']})" if experiment.get("interference") else \
+        f" (the cap is {experiment['max_rounds']})"
     return (f"{experiment['intervention']}: {measured}; {predicted['class']} predicted "
             f"{range_text(predicted['range'])} — {experiment['outcome']}{tail}")
 

@@ -64,12 +64,15 @@ def judge(plan: Plan, experiments: list[dict[str, Any]], failed: str | None = No
     open_ones = [e for e in experiments if e["outcome"] == UNDECIDED]
     held = "".join(f"{e['intervention']} held (×{e['ratio']:.3g} within {range_text(e['predicted']['range'])}); "
                    for e in experiments if e["outcome"] == AS_PREDICTED)
+    busy = [e for e in open_ones if e.get("interference")]
+    parts = [f"{e['intervention']} reached [{e['ci95'][0]:.3g}, {e['ci95'][1]:.3g}] after {e['rounds']} rounds a "
+             f"side, neither inside nor outside {plan.tested}'s {range_text(e['predicted']['range'])}"
+             for e in open_ones if e not in busy]
+    parts += [f"{e['intervention']} ×{e['ratio']:.3g} does not count: {e['interference']}" for e in busy]
     block.update(outcome=UNDECIDED_OUTCOME,
-                 sentence="undecided at this machine's noise: " + held + "; ".join(
-                     f"{e['intervention']} reached [{e['ci95'][0]:.3g}, {e['ci95'][1]:.3g}] after {e['rounds']} "
-                     f"rounds a side, neither inside nor outside {plan.tested}'s "
-                     f"{range_text(e['predicted']['range'])}" for e in open_ones)
-                 + " (more rounds: --confirm-max-rounds, or a quieter machine)")
+                 sentence="undecided at this machine's noise: " + held + "; ".join(parts)
+                 + (" (run again when the machine is quiet: labconsole doctor names busy programs)" if busy else
+                    " (more rounds: --confirm-max-rounds, or a quieter machine)"))
     return block
 
 
