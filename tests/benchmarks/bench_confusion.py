@@ -1,6 +1,6 @@
 """The bookkeeping of the confirmed-verdicts benchmark (test_confirmed_verdicts.py): which label each case's
 confirmation established, the confusion matrix of verdicts against those labels, the badly wrong verdicts and the
-agreement between repeats.
+agreement between repeats, and the confidence's calibration against what the experiments found.
 
 Why labels from the confirmation: on the synthetic suite the expected class is known by construction, but on a
 catalog model at some size and thread count nobody knows it; the experiment that defines a class (more data, twice
@@ -114,4 +114,33 @@ def outcome_lines(rows: Iterable[tuple[str, str]], title: str) -> list[str]:
     out = [f"{title:<{width}}" + " ".join(f"{o:>10}" for o in OUTCOMES)]
     for c in classes:
         out.append(f"{c:<{width}}" + " ".join(f"{counts[(c, o)] or '·':>10}" for o in OUTCOMES))
+    return out
+
+
+CALIBRATION_BINS = (0.0, 0.8, 0.95, 1.0)  # the confidence shown: below 0.8 is "inconclusive" territory
+
+
+def calibration(rows: Iterable[tuple[float | None, str]], bins: Sequence[float] = CALIBRATION_BINS
+                ) -> list[dict[str, Any]]:
+    """What the confidence shown meant: per bin of confidence (the last bin closed), of the cases whose
+    confirmation decided (confirmed or refuted), how many, their mean confidence and the share confirmed. A
+    calibrated confidence has its confirmed share near its mean confidence in every bin."""
+    decided = [(float(c), o) for c, o in rows if c is not None and o in ("confirmed", "refuted")]
+    out = []
+    for low, high in zip(bins, bins[1:], strict=False):
+        inside = [(c, o) for c, o in decided if low <= c < high or (high == bins[-1] and c == high)]
+        if inside:
+            out.append({"bin": (low, high), "cases": len(inside),
+                        "mean_confidence": sum(c for c, _ in inside) / len(inside),
+                        "confirmed": sum(o == "confirmed" for _, o in inside)})
+    return out
+
+
+def calibration_lines(bins: list[dict[str, Any]]) -> list[str]:
+    """The calibration table as text: bin, decided cases, mean confidence shown, confirmed share."""
+    out = [f"{'confidence':<12}{'decided':>8}{'mean shown':>12}{'confirmed':>11}"]
+    for row in bins:
+        low, high = row["bin"]
+        out.append(f"{f'{low:.2f}–{high:.2f}':<12}{row['cases']:>8}{row['mean_confidence']:>12.2f}"
+                   f"{row['confirmed'] / row['cases']:>11.2f}")
     return out

@@ -8,8 +8,12 @@ established (bench_confusion: a confirmed class, what refuted data says instead,
 Printed: the confusion matrix (verdict × established label), the outcome counts per verdict class and, for the
 synthetic suite, per expected class; then each case with its two repeats' verdicts and its experiments.
 Figures: badly wrong (a prediction of the verdict's class that failed by ×2 or more; goal 0, exact), confirmed
-share (of the cases whose confirmation ran; goal ≥ 0.5, Wilson interval), refuted share (goal ≤ 0.25, Wilson) and
-verdict agreement between repeats (the two profiled runs of a case name the same class; goal ≥ 0.7, Wilson).
+share (of the cases whose confirmation ran; goal ≥ 0.5, Wilson interval), refuted share (goal ≤ 0.25, Wilson),
+verdict agreement between repeats (the two profiled runs of a case name the same class; goal ≥ 0.7, Wilson) and the
+confidence's calibration: of the cases whose confirmation decided, the confirmed share (Wilson) against the mean
+confidence shown, goal within ±0.15 of it — the confidence (verdict_stability: the share of resamples of the
+profiled iterations that give the class) claims to be how often the verdict holds, and the experiments say how
+often it did; with a few dozen cases the interval is wide, so it is mostly undecided, and says so.
 A decided miss while other processes used more than a quarter of a core (during the card or the cases,
 bench_load) is undecided with how busy it was, as in test_verdicts: the card's roofs and the rounds both measure
 the neighbours then.
@@ -34,7 +38,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bench_confusion import agreement, badly_wrong, established, matrix_lines, outcome_lines
+from bench_confusion import (agreement, badly_wrong, calibration, calibration_lines, established, matrix_lines,
+                             outcome_lines)
 from bench_load import cpu_clock, other_percent
 from bench_stats import wilson_interval
 from bench_verdict import FAIL, UNDECIDED, Goal, judge
@@ -185,6 +190,15 @@ def test_verdicts_confirmed_by_their_experiments(cards, bench):
         if trials:
             results.append(judge(f"{name} ({mode})", hits / trials, wilson_interval(hits, trials), goal,
                                  samples=trials))
+    shown = [(r["confidence"], r["outcome"]) for r in rows]
+    decided = [(c, o) for c, o in shown if c is not None and o in ("confirmed", "refuted")]
+    if decided:
+        mean = sum(c for c, _ in decided) / len(decided)
+        hits = sum(o == "confirmed" for _, o in decided)
+        results.append(judge(f"confirmed share of decided verdicts against their mean confidence {mean:.2f} "
+                             f"({mode})", hits / len(decided), wilson_interval(hits, len(decided)),
+                             Goal.within(round(mean, 3), 0.15, ""), samples=len(decided),
+                             bins=calibration(shown)))
     busy = _busy(cards[1], suite_other)
     for result in results:
         if busy and result.verdict == FAIL:
@@ -217,10 +231,9 @@ def show(rows: list[dict[str, Any]], suite_other: float, cards: dict[int, dict[s
         conf = "—" if r["confidence"] is None else f"{r['confidence']:.2f}"
         print(f"  {r['case']:{width}} {r['expected'] or '—':16} {' / '.join(r['verdicts']):35} {conf:>5} "
               f"{r['outcome']:10} {r['established']:16} {r['seconds']:5g} {r['others_percent']}%")
-    for outcome in ("confirmed", "refuted"):  # what the confidence shown meant, against what the experiments found
-        shown = [r["confidence"] for r in rows if r["outcome"] == outcome and r["confidence"] is not None]
-        if shown:
-            print(f"  mean confidence of the {outcome} verdicts: {sum(shown) / len(shown):.2f} ({len(shown)})")
+    print("\n  calibration: the confidence shown against what the experiments found (decided cases)")
+    for line in calibration_lines(calibration((r["confidence"], r["outcome"]) for r in rows)):
+        print(f"    {line}")
     for r in rows:
         print(f"  {r['case']}: {r['sentence']}")
         for line in r["badly_wrong"]:

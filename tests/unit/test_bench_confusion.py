@@ -83,3 +83,14 @@ def test_outcome_counts_per_class():
     assert header.split() == ["verdict", *confusion.OUTCOMES]
     assert rows[0].split() == ["compute", "1", "1", "·", "·", "·"]
     assert rows[1].split() == ["host-overhead", "·", "·", "1", "·", "·"]
+
+
+def test_calibration_bins_the_decided_cases_by_the_confidence_shown():
+    calibration, calibration_lines = confusion.calibration, confusion.calibration_lines
+    rows = [(0.99, "confirmed"), (1.0, "refuted"), (0.9, "confirmed"), (0.6, "refuted"), (0.7, "undecided"),
+            (None, "confirmed")]
+    bins = calibration(rows)
+    assert [(b["bin"], b["cases"], b["confirmed"]) for b in bins] == [((0.0, 0.8), 1, 0), ((0.8, 0.95), 1, 1),
+                                                                     ((0.95, 1.0), 2, 1)]
+    assert bins[2]["mean_confidence"] == pytest.approx(0.995)
+    assert calibration_lines(bins)[3] == "0.95–1.00          2        0.99       0.50"
