@@ -74,18 +74,21 @@ def noise_floor_for(target: str = "cpu", db: str | os.PathLike | None = None, *,
 
 def measure_after_run(target: str, db: str | os.PathLike | None, before: dict[str, Any] | None
                       ) -> dict[str, Any] | None:
-    """A quick draw right after a run the floor `before` made INVALID (console.session): kept in the pool, and
-    returned alone — it is the machine as the run met it, not the hour's median — with the larger of its own and
-    `before`'s wander (the machine's wander seen lately still bounds what a drift must exceed). None when it could
-    not be measured (the run keeps its verdict)."""
+    """A quick draw right after a run the floor `before` made INVALID (console.session), pooled with the recent
+    draws: the floor the run is judged again by (its noisiest draw and largest wander now include the machine as
+    the run left it). None when it could not be measured (the run keeps its verdict); the draw alone, with
+    `before`'s wander, when it cannot be kept (a read-only folder)."""
     try:
         draw = measure_quick()
     except Exception:  # noqa: BLE001 — the run keeps the verdict it had
         return None
-    keep(draw, db)
-    wanders = [abs(x) for x in ((before or {}).get("wander"), draw.get("halves_change")) if _number(x)]
-    return {**draw, "wander": max(wanders) if wanders else None, "draws": 1, "age_s": 0.0,
-            "source": "quick measurement right after the run (the earlier floor called it invalid)"}
+    now = time.time()
+    floor = recent(target, db, max_age_s=POOL_AGE_S, now=now) if keep(draw, db) is not None else None
+    if floor is None or floor.get("draws", 1) < 2:
+        wanders = [abs(x) for x in ((before or {}).get("wander"), draw.get("halves_change")) if _number(x)]
+        floor = {**pooled([draw], now), "wander": max(wanders) if wanders else None}
+    return {**floor, "source": f"{floor['source']}, the newest taken right after the run (the earlier floor called "
+                               "it invalid)"}
 
 
 def recent(target: str = "cpu", db: str | os.PathLike | None = None, *, max_age_s: float = MAX_AGE_S,

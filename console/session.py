@@ -298,8 +298,9 @@ class RunSession:
         summary["t_end_ns"] = time.perf_counter_ns()
         summary["phases"] = self._phases
         if self._profile is not None:
+            # per_iteration (≤ 64 × 64 op times): a stored run's verdict is resampled again when it is re-judged
             summary["profile"] = {key: self._profile.get(key) for key in (
-                "engine", "iterations", "wall_s", "op_time_s", "trace_path", "counters", "notes")}
+                "engine", "iterations", "wall_s", "op_time_s", "trace_path", "counters", "notes", "per_iteration")}
             summary["profile"]["ops"] = len(self._ops)
         self._add_findings(summary)
         status, message = outcome.status, outcome.message

@@ -32,7 +32,10 @@ agree. Two different questions are asked instead:
    that cannot drift. The typical spread and not the last K windows alone: those are one draw of a long-tailed
    max/min statistic, and judging one draw failed half the steady runs on a 2-core VM (measured: 11 of 20).
    Twice the floor, because the reference kernel is not the workload (a model's calls meet the machine's jitter
-   in their own way); a typical spread beyond that is interference beyond the noise, and the run is unsteady.
+   in their own way) — or, for a floor pooled from several draws, the noisiest draw's own typical spread when that
+   is larger: on a shared VM the machine's noise changes within seconds (draws read 1% and 37% minutes apart, and
+   a draw right after a run that jittered 60% read 4%), so what the machine itself did within the last hour is
+   its noise too. A typical spread beyond all of that is interference beyond the noise, and the run is unsteady.
 
 3. **What the run could resolve** — a drift test that finds nothing has not shown that nothing moved. The smallest
    step it finds in 95% of runs at this run's own window jitter (min_detectable_change: the pooled spread of the
@@ -103,11 +106,28 @@ def wander_of(floor: Mapping[str, Any] | None) -> float | None:
 
 
 def allowance_for(floor: Mapping[str, Any] | None, k: int, tolerance: float) -> float | None:
-    """max(tolerance, NOISE_MULTIPLIER × the floor's typical spread of k windows): what `judge` allows the run's
-    typical spread; None without a floor (then only the tolerance on the last k windows applies). A run measured
-    until stable aims for it (console.analysis.rules_file.aim), so the engine stops where the verdict is valid."""
+    """max(tolerance, NOISE_MULTIPLIER × the floor's typical spread of k windows, the noisiest recent draw's typical
+    spread): what `judge` allows the run's typical spread; None without a floor (then only the tolerance on the
+    last k windows applies). A run measured until stable aims for it (console.analysis.rules_file.aim), so the
+    engine stops where the verdict is valid."""
     noise = noise_of(floor, k)
-    return None if noise is None else max(float(tolerance), NOISE_MULTIPLIER * noise)
+    return None if noise is None else max(float(tolerance), NOISE_MULTIPLIER * noise, worst_of(floor, k) or 0.0)
+
+
+def worst_of(floor: Mapping[str, Any] | None, k: int) -> float | None:
+    """The noisiest draw of a pooled floor: the largest of its draws' typical spreads of k windows (None for a
+    floor of one draw, or none). Why it widens the allowance: on a shared VM the machine's noise changes within
+    seconds (draws a minute apart read 1% and 37%), so a run that jittered as much as the machine itself did
+    within the last hour is the machine's, not interference beyond it."""
+    if not isinstance(floor, Mapping):
+        return None
+    draws = floor.get("pooled_medians_us")
+    if not isinstance(draws, Sequence) or isinstance(draws, str) or len(draws) < 2:
+        return None
+    spreads = [noise.spread_of(list(m), k) for m in draws
+               if isinstance(m, Sequence) and len(m) >= k >= 2 and all(_positive(x) for x in m)]
+    spreads = [x for x in spreads if x is not None]
+    return max(spreads) if spreads else None
 
 
 def trend(medians: Sequence[float]) -> dict[str, Any] | None:
@@ -180,7 +200,8 @@ def judge(medians: Sequence[float], k: int, tolerance: float, floor: Mapping[str
         spread = max(last) / min(last) - 1.0 if last and min(last) > 0 else math.inf
     typical = typical_spread(values, k)
     noise = noise_of(floor, k)
-    allowance = max(tolerance, NOISE_MULTIPLIER * noise) if noise is not None else tolerance
+    worst = worst_of(floor, k)
+    allowance = max(tolerance, NOISE_MULTIPLIER * noise, worst or 0.0) if noise is not None else tolerance
     wander = wander_of(floor)
     threshold = max(tolerance, wander) if wander is not None else tolerance
     found = trend(values)
@@ -188,7 +209,7 @@ def judge(medians: Sequence[float], k: int, tolerance: float, floor: Mapping[str
         found = {**found, "min_detectable_change": threshold, "machine_wander": wander}
     result = {"spread": spread, "typical_spread": typical, "tolerance": tolerance, "noise": noise,
               "allowance": allowance, "trend": found, "drift_threshold": threshold, "alpha": ALPHA,
-              "noise_multiplier": NOISE_MULTIPLIER, "wander": wander, "settled": None, "unresolved_change": None,
+              "noise_multiplier": NOISE_MULTIPLIER, "wander": wander, "worst_noise": worst, "settled": None, "unresolved_change": None,
               "min_detectable_change": found["min_detectable_change"] if found is not None else None}
     if _drifts(found, threshold):
         final = trend(values[-base_windows:]) if base_windows and len(values) > base_windows else None
@@ -212,12 +233,15 @@ def judge(medians: Sequence[float], k: int, tolerance: float, floor: Mapping[str
     if spread <= tolerance:
         return {**result, "verdict": STABLE, "valid": True, "text": "stable" + settled}
     if noise is not None and typical is not None and typical <= allowance:
+        upto = f", up to {worst:.0%} in recent draws" if worst is not None and worst > NOISE_MULTIPLIER * noise else ""
         return {**result, "verdict": JITTERY, "valid": True,
-                "text": f"jittery machine (noise {noise:.0%})" + (settled if unresolved else ", no drift" + settled)}
+                "text": f"jittery machine (noise {noise:.0%}{upto})" + (settled if unresolved else
+                                                                       ", no drift" + settled)}
     if noise is not None and typical is not None:
         return {**result, "verdict": UNSTEADY, "valid": False,
                 "text": f"unsteady: {k} windows in a row typically differ by {typical:.0%}, more than "
-                        f"{NOISE_MULTIPLIER:g}× this machine's noise ({noise:.0%})"}
+                        f"{NOISE_MULTIPLIER:g}× this machine's noise ({noise:.0%})"
+                        + (f" and more than its noisiest recent draw ({worst:.0%})" if worst is not None else "")}
     return {**result, "verdict": UNSTEADY, "valid": False,
             "text": f"unsteady: the last {k} windows differ by {spread:.0%}, and the machine's noise was not "
                     f"measured"}
@@ -260,8 +284,8 @@ def reason(verdict: Mapping[str, Any], k: int, medians: Sequence[float], measure
            f"{verdict['spread']:.0%}"
     if noise is not None and typical is not None:  # judged on the typical spread; the last k are one draw of it
         judged = (f"{k} windows in a row typically differ by {typical:.0%}, more than the "
-                  f"{verdict['allowance']:.0%} allowed (the larger of the {verdict['tolerance']:.0%} tolerance and "
-                  f"{NOISE_MULTIPLIER:g}× the noise floor); {last}")
+                  f"{verdict['allowance']:.0%} allowed (the largest of the {verdict['tolerance']:.0%} tolerance, "
+                  f"{NOISE_MULTIPLIER:g}× the noise floor and its noisiest recent draw); {last}")
     else:
         judged = f"{last}, more than the {verdict['tolerance']:.0%} tolerance"
     return {"rule": "stability",

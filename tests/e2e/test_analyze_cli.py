@@ -68,6 +68,8 @@ def test_analyze_json_gives_an_op_table_a_trace_and_stores_both(tmp_path, engine
         assert artifact["path"] == kept and artifact["bytes"] == os.path.getsize(kept)
         summary = store.get_run(report["run_id"])["summary"]
         assert summary["profile"]["ops"] == len(ops) and summary["profile"]["trace_path"] == kept
+        table = summary["profile"]["per_iteration"]  # kept: the stored verdict can be resampled when re-judged
+        assert table["ops"] and len(table["times_s"][0]) == len(table["ops"])
         assert [p for p, _ in summary["phases"]][-2:] == ["profiling", "finishing"]
     finally:
         store.close()

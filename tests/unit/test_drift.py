@@ -288,3 +288,17 @@ def test_noise_of_pools_several_draws_and_the_wander_reads_either_form():
     assert drift.wander_of({"wander": -0.2}) == 0.2 and drift.wander_of({"halves_change": -0.1}) == 0.1
     assert drift.wander_of({"spread": 0.1}) is None and drift.wander_of(None) is None
     assert noise.halves_change([100.0, 100.0, 999.0, 120.0, 120.0]) == pytest.approx(0.2)  # the middle left out
+
+
+def test_a_run_within_the_noisiest_recent_draw_is_jitter_not_unsteady():
+    calm, burst = [100.0, 101.0] * 5, [100.0, 135.0] * 5  # draws of 1% and 35% typical spread
+    pooled = {"spread": 0.01, "window_s": 0.4, "pooled_medians_us": [calm, calm, burst]}
+    assert drift.noise_of(pooled, 3) == pytest.approx(0.01) and drift.worst_of(pooled, 3) == pytest.approx(0.35)
+    assert drift.allowance_for(pooled, 3, 0.10) == pytest.approx(0.35)
+    windows = [1.0, 1.3, 1.0, 1.3, 1.0, 1.3, 1.0, 1.3, 1.0, 1.3]  # jumps 30%, no trend
+    result = drift.judge(windows, 3, 0.10, pooled)
+    assert result["verdict"] == "jittery" and result["text"].startswith("jittery machine (noise 1%, up to 35% in "
+                                                                        "recent draws)")
+    assert drift.judge([1.0, 1.5] * 5, 3, 0.10, pooled)["text"].endswith(
+        "and more than its noisiest recent draw (35%)")
+    assert drift.worst_of({"spread": 0.1, "medians_us": calm}, 3) is None  # one draw: no "noisiest"
