@@ -14,6 +14,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from widgets import theme
 
 BUTTON_TEXT = "Confirm verdict"
+MIN_CAP, MAX_CAP = 2, 50  # rounds a side: a paired interval needs two; fifty pairs is several minutes an experiment
 # outcome (console.analysis.confirm.outcome) → the colour its headline takes
 _OUTCOME_COLOURS = {"confirmed": "good", "refuted": "bad", "undecided": "warn", "failed": "bad"}
 
@@ -31,6 +32,7 @@ class ConfirmPanel(QtWidgets.QWidget):
 
     sig_confirm_requested = QtCore.Signal()
     sig_cancel_requested = QtCore.Signal()
+    sig_rounds_changed = QtCore.Signal(int)  # the cap on rounds a side per experiment, as the user set it
 
     # ---- Public API
     def __init__(self, parent: QtWidgets.QWidget | None = None):
@@ -48,10 +50,20 @@ class ConfirmPanel(QtWidgets.QWidget):
         self.cancel_button.clicked.connect(self.sig_cancel_requested)
         self.cancel_button.hide()
         self._reason = self._label(theme.SMALL_PT, muted=True, name="confirm_reason")
+        self.rounds = QtWidgets.QSpinBox()
+        self.rounds.setObjectName("confirm_rounds")
+        self.rounds.setRange(MIN_CAP, MAX_CAP)
+        self.rounds.setPrefix("≤ ")
+        self.rounds.setSuffix(" rounds a side")
+        self.rounds.setToolTip("At most this many interleaved rounds of each side per experiment: more rounds "
+                               "answer on a noisier machine and take longer (about 5 s a pair)")
+        self.rounds.setSizePolicy(QtWidgets.QSizePolicy.Policy.Maximum, QtWidgets.QSizePolicy.Policy.Fixed)
+        self.rounds.valueChanged.connect(self.sig_rounds_changed)
         row = QtWidgets.QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         left = QtCore.Qt.AlignmentFlag.AlignLeft
         row.addWidget(self.button, 0, left)
+        row.addWidget(self.rounds, 0, left)
         row.addWidget(self.cancel_button, 0, left)
         row.addWidget(self._reason, 1)
         self._progress_text = self._label(theme.SMALL_PT, muted=False, name="confirm_progress")
@@ -99,9 +111,16 @@ class ConfirmPanel(QtWidgets.QWidget):
         self._reason.setToolTip(why)
         self._reason.setVisible(bool(not available and why))
 
+    def set_rounds(self, rounds: int) -> None:
+        """Show the cap without announcing it (the action that set it knows)."""
+        blocked = self.rounds.blockSignals(True)
+        self.rounds.setValue(int(rounds))
+        self.rounds.blockSignals(blocked)
+
     def show_progress(self, text: str, fraction: float | None = None) -> None:
         """While the rounds run: the line (which experiment, which round of how many) and the bar (None: busy)."""
         self.button.hide()
+        self.rounds.hide()
         self._reason.hide()
         self.cancel_button.show()
         self.cancel_button.setEnabled(True)
@@ -124,6 +143,7 @@ class ConfirmPanel(QtWidgets.QWidget):
         self.bar.hide()
         self._progress_text.hide()
         self.button.show()
+        self.rounds.show()
 
     def show_result(self, outcome: str, headline: str, sentence: str = "", headers: list[str] | None = None,
                     rows: list[list[str]] | None = None, notes: list[str] | None = None) -> None:

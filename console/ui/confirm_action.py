@@ -188,6 +188,7 @@ class ConfirmAction(QtCore.QObject):
     sig_progress = QtCore.Signal(str, object)  # text, fraction (None: busy): from the rounds' thread
     sig_finished = QtCore.Signal(str, dict, str)  # run id, the confirmation block, the problem ("" when stored)
     sig_stored = QtCore.Signal(str)  # run id whose summary now has its confirmation (the History page reloads)
+    sig_rounds_changed = QtCore.Signal(int)  # the cap on rounds a side the user set (the window remembers it)
     _sig_done = QtCore.Signal(object)  # the thread's (block, problem) or exception text, to the GUI thread
 
     # ---- Public API
@@ -225,7 +226,17 @@ class ConfirmAction(QtCore.QObject):
         self._records[page] = None
         panel.sig_confirm_requested.connect(lambda: self.confirm(page))
         panel.sig_cancel_requested.connect(self.cancel)
+        panel.sig_rounds_changed.connect(self.set_max_rounds)
+        panel.set_rounds(self.max_rounds)
         panel.hide()
+
+    def set_max_rounds(self, rounds: int) -> None:
+        """The cap on rounds a side for the next confirmation, shown alike on every page's panel."""
+        self.max_rounds = int(rounds)
+        for panel in self._panels.values():
+            panel.set_rounds(self.max_rounds)
+        self.refresh()
+        self.sig_rounds_changed.emit(self.max_rounds)
 
     def show(self, page: str, record: dict[str, Any] | None) -> None:
         """The page now shows `record` (a finished record, or a stored run; None: none): its stored confirmation,

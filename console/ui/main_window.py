@@ -388,7 +388,9 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         from console.ui.confirm_action import ConfirmAction
 
         self.confirm = ConfirmAction(self.workspace, card=self._machine_card, trusts_code=self._trusts_code,
-                                     say=self.status.showMessage, parent=self)
+                                     max_rounds=self.settings.confirm_rounds(), say=self.status.showMessage,
+                                     parent=self)
+        self.confirm.sig_rounds_changed.connect(self.settings.save_confirm_rounds)
         self.confirm.bind("run", self.run_page.confirm_panel)
         self.confirm.bind("history", self.history_page.confirm_panel)
         self.history_page.sig_run_opened.connect(lambda run: self.confirm.show("history", run))

@@ -66,6 +66,18 @@ class Settings:
     def save_demo_playlist(self, path: str) -> None:
         self._qs.setValue("demo/playlist", path)
 
+    def confirm_rounds(self) -> int | None:
+        """The Confirm action's cap on rounds a side, as last set ("confirm/max_rounds"); None: never set, or
+        not a whole number from 2 to 50."""
+        try:
+            value = int(self._qs.value("confirm/max_rounds", 0))
+        except (TypeError, ValueError):
+            return None
+        return value if 2 <= value <= 50 else None
+
+    def save_confirm_rounds(self, rounds: int) -> None:
+        self._qs.setValue("confirm/max_rounds", int(rounds))
+
     def cluster_address(self) -> str:
         """The lab cluster (Ray head HOST:PORT) the window last joined ("" if none). The token is never stored:
         it comes from where the CLI reads it (console.cluster.auth)."""

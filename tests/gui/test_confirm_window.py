@@ -202,3 +202,21 @@ def test_the_outcome_words():
     assert headline({**refuted, "says": "none of the classes"}) == "Refuted — the data fits none of the classes"
     assert headline({"outcome": "undecided"}) == "Undecided at this machine's noise"
     assert headline({"outcome": "untestable"}) == "Not testable here"
+
+
+def test_the_round_cap_is_set_beside_the_button_and_remembered(qtbot, window, tmp_path):
+    run_id = stored_run(window.db_path)
+    panel = open_on_history(window, run_id)
+    assert panel.rounds.value() == 10 and panel.rounds.isVisible()
+    panel.rounds.setValue(6)  # as typed or stepped: every panel shows it, the next confirmation uses it
+    assert window.confirm.max_rounds == 6 and window.run_page.confirm_panel.rounds.value() == 6
+    assert "up to 6 rounds a side" in panel.button.toolTip()
+    qtbot.mouseClick(panel.button, QtCore.Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(window.fake.calls), timeout=10_000)
+    assert window.fake.calls[0]["max_rounds"] == 6 and not panel.rounds.isVisible()
+    window.fake.go.set()
+    qtbot.waitUntil(lambda: not window.confirm.running, timeout=10_000)
+    assert panel.rounds.isVisible()
+    again = build_main_window(tmp_path / "history.db", telemetry_hz=None, discover_targets=False)
+    qtbot.addWidget(again)
+    assert again.confirm.max_rounds == 6 and again.history_page.confirm_panel.rounds.value() == 6

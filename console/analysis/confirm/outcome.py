@@ -82,6 +82,11 @@ def what_the_data_says(experiments: list[dict[str, Any]], scores: dict[str, floa
     the verdict's scores; the other classes that fit as well), or (NONE_OF_THE_CLASSES, [])."""
     scores = scores or {}
     stand = {cls: v for cls, v in standing(experiments).items() if cls != exclude}
+    # the data "says" a class only if it predicted the experiments that refuted the verdict: a class that could not
+    # (an unknown cache size) is at most not ruled out, however well it fits the others
+    decisive = [e for e in experiments if e.get("outcome") == NOT_AS_PREDICTED]
+    stand = {cls: ("open" if v == "in" and any(_fits(e, cls) is None for e in decisive) else v)
+             for cls, v in stand.items()}
     inside = [cls for cls, v in stand.items() if v == "in"]
     pool = inside or [cls for cls, v in stand.items() if v == "open"]
     if not pool:
