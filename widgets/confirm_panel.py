@@ -106,6 +106,7 @@ class ConfirmPanel(QtWidgets.QWidget):
     def set_available(self, available: bool, why: str = "", tip: str = "") -> None:
         """Enable the button, or disable it with `why` on hover and in muted words beside it."""
         self.button.setEnabled(available)
+        self.rounds.setVisible(available)  # the cap means something only where a confirmation can start
         self.button.setToolTip(tip if available else why)
         self._reason.setText("" if available else why)
         self._reason.setToolTip(why)
@@ -143,7 +144,7 @@ class ConfirmPanel(QtWidgets.QWidget):
         self.bar.hide()
         self._progress_text.hide()
         self.button.show()
-        self.rounds.show()
+        self.rounds.setVisible(self.button.isEnabled())
 
     def show_result(self, outcome: str, headline: str, sentence: str = "", headers: list[str] | None = None,
                     rows: list[list[str]] | None = None, notes: list[str] | None = None) -> None:

@@ -73,7 +73,7 @@ def text(found: dict[str, Any]) -> str:
     if isinstance(allowance, (int, float)) and isinstance(typical, (int, float)):
         # the machine's noise floor was known: judged (as the console's verdict) on the typical spread first
         spread_text = (f"typical spread of {compared} windows in a row {typical:.0%} (allowed {allowance:.0%}: the "
-                       f"tolerance or twice the noise floor), last {compared}: " +
+                       f"largest of the tolerance, twice the noise floor and its noisiest draw), last {compared}: " +
                        (f"{spread:.0%}" if isinstance(spread, (int, float)) and spread != float("inf") else "n/a"))
         within = ""
     if found.get("stable"):
