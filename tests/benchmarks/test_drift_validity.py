@@ -2,8 +2,9 @@
 
 Issue 18: on a 2-core VM every steady run was INVALID under the fixed 10% stability rule, because the machine
 itself jitters 10–17% between windows. Here each run goes the product's way — a RunSession with a spawned worker,
-judged in the console against the machine's noise floor (console.noise, measured once before the first run and
-again whenever it is older than its 10 minutes) — in interleaved ABBA order (steady, drifting, drifting, steady, …)
+judged in the console against the machine's noise floor (console.noise: draws pooled over the last hour, one
+before each of the first three runs a minute apart, then every 10 minutes, and one right after each run the floor
+made INVALID, which is then judged again) — in interleaved ABBA order (steady, drifting, drifting, steady, …)
 so that a neighbour's load weighs on both kinds alike:
 
 - steady: catalog `mlp`, 1 intra-op thread, batch 1, 0.5 s warm-up; goal: ≥ 90% end VALID;
