@@ -16,6 +16,7 @@ ms back): the CLI uses RunSession (console.cli.analyze_confirm), the tests a mod
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +35,23 @@ def plan_for(verdict: dict[str, Any], spec: Any, record: dict[str, Any] | None =
     """The plan for an analysed run: its spec's axes, the context from its verdict, op table and card."""
     record = record or {}
     context = Context.from_run(verdict, record.get("ops"), card)
+    resident = _resident_bytes(spec)
+    if resident is not None:  # the whole model stays cached between calls, or does not: not its largest op alone
+        context = dataclasses.replace(context, working_set=resident)
     return plan(verdict, axes_for(spec, record, worker_cores), context)
+
+
+def _resident_bytes(spec: Any) -> float | None:
+    """What a catalog model with several weight matrices touches every call (footprint.Footprint.resident)."""
+    from console.analysis.confirm.footprint import footprint
+
+    try:
+        from engines import catalog
+
+        cost = footprint(spec.model, catalog.params_for(spec.model, spec.model_params), spec.batch)
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None
+    return None if cost is None else cost.resident
 
 
 def run_confirmation(the_plan: Plan, make_runner: Callable[[Planned], Callable[[str, int], Any]],

@@ -31,6 +31,11 @@ DATA_PARAMS = {  # catalog size parameters that scale the data per call (how muc
     "rows": 1, "image_size": 2, "seq_len": 1,  # image_size ×2 → pixels ×4
 }
 OPS_PARAMS = ("layers", "passes", "ops")
+# catalog width parameters that grow the weights (hidden ×2: each square layer ×4): they move what a call keeps in
+# the cache, the change that tells cache-resident work from compute (time per byte jumps once it leaves the cache).
+# Only for models with a cost model: without one the FLOPs and bytes of a wider model cannot be said.
+WIDTH_PARAMS = ("hidden",)
+WIDTH_FACTORS = (2, 4)
 SYNTHETIC_PREFIX = "synth-"
 BUSY_FOR_THREADS = 50.0  # % of a core other processes used at the start: a second thread would share its core
 
@@ -128,6 +133,9 @@ def _catalog_axes(spec: Any, found: Axes) -> None:
         _data_axes(spec, found, base, params, None)
         if data_param:
             _data_axes(spec, found, base, params, data_param)
+    width_param = next((name for name in WIDTH_PARAMS if name in params), None)
+    if width_param and base is not None:
+        _width_axes(spec, found, base, params, width_param)
     ops_param = next((name for name in OPS_PARAMS if name in params), None)
     if ops_param is None:
         found.untestable.append(f"ops ×2: {spec.model} has no parameter that repeats its ops (it has "
@@ -170,6 +178,27 @@ def _data_axes(spec: Any, found: Axes, base: Footprint | None, params: dict[str,
             axis.apply(spec)
         except (SpecError, ValueError) as exc:
             found.untestable.append(f"{name}: the spec refuses it ({exc})")
+            break
+        found.axes.append(axis)
+
+
+def _width_axes(spec: Any, found: Axes, base: Footprint, params: dict[str, Any], param: str) -> None:
+    """`param` ×2 and ×4 (a data kind: the work per call grows with the weights), scaled by the cost model."""
+    from engines.spec import SpecError
+
+    for factor in WIDTH_FACTORS:
+        changed = {**params, param: int(params[param]) * factor}
+        after = footprint(spec.model, changed, spec.batch)
+        if after is None or after.working_set > MAX_WORKING_SET:
+            break
+        scales, _ = _scales(base, after, {}, "")
+        axis = Axis(f"{param} ×{factor}", "data", scales["flops"], scales,
+                    {"model_params": {param: changed[param]}},
+                    f"weights ×{scales['resident']:.3g}: what a call keeps in the cache grows")
+        try:
+            axis.apply(spec)
+        except (SpecError, ValueError) as exc:
+            found.untestable.append(f"{axis.name}: the spec refuses it ({exc})")
             break
         found.axes.append(axis)
 
@@ -266,12 +295,13 @@ def _threads_axis(spec: Any, record: dict[str, Any], worker_cores: int | None, f
 def _scales(base: Footprint | None, after: Footprint | None, assumed: dict[str, float],
             note: str) -> tuple[dict[str, float], str]:
     if base is None or after is None:
-        return {**assumed, "threads": 1.0}, note
+        return {"resident": assumed.get("working_set", 1.0), **assumed, "threads": 1.0}, note
     return {**{k: round(v, 4) for k, v in base.ratios(after).items()}, "threads": 1.0}, ""
 
 
 def _assumed(data: float) -> dict[str, float]:
-    return {"flops": float(data), "bytes": float(data), "ops": 1.0, "working_set": float(data), "threads": 1.0}
+    return {"flops": float(data), "bytes": float(data), "ops": 1.0, "working_set": float(data),
+            "resident": float(data), "threads": 1.0}
 
 
 def _dynamic(dim: Any) -> bool:

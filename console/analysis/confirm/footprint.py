@@ -27,11 +27,20 @@ class Footprint:
     bytes: float
     ops: float
     working_set: float  # bytes of the largest op: weights plus its input and output
+    # bytes every call touches again — all the layers' weights and the largest activation — when a graph has
+    # several weight matrices: what must stay in the last-level cache from one call to the next (None: the largest
+    # op's working set is all of it, as for the one-buffer synthetic graphs)
+    resident: float | None = None
+
+    @property
+    def resident_bytes(self) -> float:
+        return self.working_set if self.resident is None else self.resident
 
     def ratios(self, other: Footprint) -> dict[str, float]:
         """other ÷ self for each count: what an intervention from self to other scales."""
         return {"flops": _ratio(other.flops, self.flops), "bytes": _ratio(other.bytes, self.bytes),
-                "ops": _ratio(other.ops, self.ops), "working_set": _ratio(other.working_set, self.working_set)}
+                "ops": _ratio(other.ops, self.ops), "working_set": _ratio(other.working_set, self.working_set),
+                "resident": _ratio(other.resident_bytes, self.resident_bytes)}
 
 
 # ---- Public API
@@ -56,15 +65,17 @@ def _mlp(p: dict[str, Any], b: int) -> Footprint:
     shapes = [(int(p["in_features"]), width)] + [(width, width)] * (layers - 1) + [(width, int(p["out_features"]))]
     linears = [_linear(b, n_in, n_out) for n_in, n_out in shapes]
     gelu_bytes = 2.0 * WORD * b * width  # read and write the hidden activations
+    weights = WORD * sum(n_in * n_out for n_in, n_out in shapes)
     return Footprint(flops=sum(f for f, _ in linears) + 8.0 * b * width * layers,
                      bytes=sum(m for _, m in linears) + gelu_bytes * layers, ops=len(linears) + layers,
-                     working_set=max(m for _, m in linears))
+                     working_set=max(m for _, m in linears), resident=weights + gelu_bytes)
 
 
 def _gemm(p: dict[str, Any], b: int) -> Footprint:
     rows, features, layers = b * int(p["rows"]), int(p["features"]), int(p["layers"])
     flops, moved = _linear(rows, features, features)
-    return Footprint(flops * layers, moved * layers, layers, moved)
+    return Footprint(flops * layers, moved * layers, layers, moved,
+                     resident=WORD * (layers * features * features + 2 * rows * features))
 
 
 def _elementwise(p: dict[str, Any], b: int) -> Footprint:
