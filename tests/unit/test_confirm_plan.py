@@ -253,11 +253,13 @@ OPS_TINY = [{"op": "aten::tanh", "calls": 1000, "time_s": 0.01, "bytes": 1000 * 
 
 
 def test_without_a_runner_up_the_changes_that_exclude_the_most_classes_are_taken():
-    # the MLP called cache-resident with nothing else scored: within data ×8 only host overhead can be excluded
+    # the MLP called cache-resident with nothing else scored: within data ×8 only host overhead can be excluded,
     v = {"class": "cache-resident", "secondary": None, "evidence": {"working_set_mb": 2.64, "llc_mb": 33.6},
          "scores": {"cache-resident": 1.0, "compute": 0.0, "memory-bandwidth": 0.0, "host-overhead": 0.0}}
     the_plan = plan_for(v, spec("mlp", threads=1), {}, CARD, worker_cores=2)
-    assert [(e.axis.name, e.rival.cls) for e in the_plan.experiments] == [("threads ×2", "host-overhead"),
-                                                                          ("hidden ×2", "host-overhead")]
+    # and no thread change: without the card's L2 size it cannot be said whether the model is in one core's
+    # own cache (a second thread then helps) or in the shared one (it may not: the mlp gained ×0.96)
+    assert [(e.axis.name, e.rival.cls) for e in the_plan.experiments] == [("hidden ×2", "host-overhead")]
+    assert any("what a second thread adds cannot be said" in w for w in the_plan.untestable)
     assert the_plan.notes == ["no runner-up named: tested against the classes a change can exclude "
                               "(host-overhead)"]
