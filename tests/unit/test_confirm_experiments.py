@@ -261,3 +261,18 @@ def test_a_class_that_could_not_predict_the_refuting_experiment_is_not_what_the_
     assert "cache-resident" in threads.predictions
     assert block["outcome"] == "refuted" and block["says"] != "cache-resident" and block["shown"] is False
     assert block["sentence"].startswith("refuted — of the classes only compute")
+
+
+def test_a_confirmation_that_rules_a_class_out_does_not_also_say_it_could_not_be_tested():
+    from console.analysis.confirm import judge
+
+    v = {"class": "cache-resident", "secondary": None, "evidence": {"working_set_mb": 2.64, "llc_mb": 33.6},
+         "scores": {"cache-resident": 1.0, "compute": 0.0, "memory-bandwidth": 0.0, "host-overhead": 0.0}}
+    the_plan = plan_for(v, RunSpec(model="mlp", threads=1).validate(), {}, CARD, worker_cores=1)
+    (hidden,) = the_plan.experiments  # hidden ×2, planned against host overhead only
+    assert any(w.startswith("compute: no change") for w in the_plan.untestable)
+    # as measured: ×7.85 [7.02, 8.78], past compute's and memory-bandwidth's ×1.5 the FLOPs / bytes
+    block = judge(the_plan, [measured(hidden, 7.85, 7.02, 8.78, "as predicted")])
+    assert block["outcome"] == "confirmed" and set(block["rules_out"]) == {"compute", "memory-bandwidth",
+                                                                            "host-overhead"}
+    assert not any(w.startswith(("compute: no change", "memory-bandwidth: no change")) for w in block["untestable"])

@@ -56,6 +56,8 @@ def judge(plan: Plan, experiments: list[dict[str, Any]], failed: str | None = No
         also = [c for c, v in stand.items() if v != "out" and c != plan.tested]
         tail = (f"; rules out {', '.join(out)}" if out else "") + \
             (f"; {' and '.join(also)} fit{'s' if len(also) == 1 else ''} these ratios too" if also else "")
+        # a class the plan could not single out on paper may still be ruled out by what was measured
+        block["untestable"] = [w for w in block["untestable"] if not any(w.startswith(f"{c}: no change") for c in out)]
         block.update(outcome=CONFIRMED, says=plan.tested, rules_out=out, also_fits=also,
                      sentence=f"confirmed: {plan.tested}{over}{lead} — "
                               + "; ".join(f"{e['intervention']} ×{e['ratio']:.3g} within "
