@@ -123,7 +123,8 @@ def round_runners(base: Any, writer: Any, pool: Any = None, partition: Any = Non
                             "B": changed}, writer, pool=pool, partition=partition, on_session=on_session)
         if planned.axis.kind != "threads":
             return run_round
-        from console.round_load import LoadWatched  # a second thread's gain is the machine's only when it is idle
+        # a second thread's gain is the machine's only while other processes leave its cores idle
+        from console.round_load import LoadWatched
 
         confined = getattr(partition, "confined", False)
         return LoadWatched(run_round, list(partition.worker) if confined else None)

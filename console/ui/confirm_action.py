@@ -111,13 +111,14 @@ TABLE_HEADERS = ["Change", "Predicted", "Measured\n(95% CI)", "Rounds\na side", 
 
 def table_rows(block: dict[str, Any]) -> list[list[str]]:
     """The experiments as the panel's rows (outcome.table's columns, each figure on two lines so the table fits
-    the summary card's width): intervention, class and range, ratio and interval, rounds, outcome."""
+    the summary card's width): intervention, the tested class's range (the class is the headline's: naming it in
+    each row pushed the outcome column off a ~330-px History card), ratio and interval, rounds, outcome."""
     from console.analysis.confirm.experiment import range_text
 
     rows = []
     for e in block.get("experiments") or []:
         low, high = e["ci95"]
-        rows.append([str(e["intervention"]), f"{e['predicted']['class']}\n{range_text(e['predicted']['range'])}",
+        rows.append([str(e["intervention"]), range_text(e["predicted"]["range"]).replace("–", "–\n", 1),
                      f"×{e['ratio']:.3g}\n[{low:.3g}, {high:.3g}]", str(e["rounds"]),
                      str(e["outcome"]).replace("as predicted", "as\npredicted")])
     return rows

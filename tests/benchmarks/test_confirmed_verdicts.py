@@ -38,8 +38,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bench_confusion import (agreement, badly_wrong, calibration, calibration_lines, established, matrix_lines,
-                             outcome_lines)
+from bench_confusion import (
+    agreement,
+    badly_wrong,
+    calibration,
+    calibration_lines,
+    established,
+    matrix_lines,
+    outcome_lines,
+)
 from bench_load import cpu_clock, other_percent
 from bench_stats import wilson_interval
 from bench_verdict import FAIL, UNDECIDED, Goal, judge

@@ -6,8 +6,8 @@ host-overhead from compute, and the answer is "refuted", naming compute — the 
 
 import json
 
-from test_analyze_confirm_cli import labconsole
 from test_analyze_cli import CARD, with_card
+from test_analyze_confirm_cli import labconsole
 
 from console.cli.analyze_confirm import confirm_run
 from console.history import HistoryStore
