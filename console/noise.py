@@ -12,9 +12,9 @@ the one card lookup) and quick draws kept next to the history (noise_floor.json,
 newest draw is older than MAX_AGE_S — or the pool holds fewer than POOL_MIN draws and the newest is a minute old —
 `noise_floor_for` measures a quick one (10 windows of 0.4 s, in a spawned process so the console never competes
 with it, ~5 s), keeps it and pools it with the rest: a series of runs pays 5 s for each of its first three runs a
-minute apart and then every ten minutes, and the pool grows to the machine's real range. Without any recent draw, `recent` falls back
-to the card's own floor whatever its age (stated), so a run that cannot measure is still judged. Draws of another
-kernel version (engines.machine.noise.KERNEL_VERSION) are not pooled.
+minute apart and then every ten minutes, and the pool grows to the machine's real range. Without any recent draw,
+`recent` falls back to the card's own floor whatever its age (stated), so a run that cannot measure is still
+judged. Draws of another kernel version (engines.machine.noise.KERNEL_VERSION) are not pooled.
 
 A quick draw's windows (0.4 s) are shorter than most runs' (a tenth of the duration): shorter windows average less,
 so their spread is, if anything, larger, and judging a run against it errs towards calling jitter jitter; their
@@ -51,11 +51,11 @@ def noise_floor_for(target: str = "cpu", db: str | os.PathLike | None = None, *,
                     measure: bool = True, on_progress: Callable[[str], None] | None = None,
                     now: float | None = None) -> dict[str, Any] | None:
     """The pooled floor (`recent`) when its newest draw is recent (and the pool full enough: module docstring),
-    else — when `measure` — a quick draw measured now, kept and pooled with the recent ones. Without `measure`, `recent`'s answer (perhaps an old card's floor).
-    When the quick measurement fails, the pool of the last POOL_AGE_S as it is, or the card's floor. None when
-    there is no floor, or when the quick measurement failed and there is none: a run without a floor is
-    judged by the plain tolerance, and its stability says the noise was not measured. `on_progress(text)` hears
-    that a measurement starts."""
+    else — when `measure` — a quick draw measured now, kept and pooled with the recent ones. Without `measure`,
+    `recent`'s answer (perhaps an old card's floor). When the quick measurement fails, the pool of the last
+    POOL_AGE_S as it is, or the card's floor. None when there is no floor, or when the quick measurement failed
+    and there is none: a run without a floor is judged by the plain tolerance, and its stability says the noise
+    was not measured. `on_progress(text)` hears that a measurement starts."""
     floor = recent(target, db, max_age_s=max_age_s, now=now)
     if not measure or (floor is not None and floor["age_s"] <= max_age_s and
                        (floor.get("draws", 1) >= POOL_MIN or floor["age_s"] < POOL_MIN_GAP_S)):

@@ -209,7 +209,8 @@ def judge(medians: Sequence[float], k: int, tolerance: float, floor: Mapping[str
         found = {**found, "min_detectable_change": threshold, "machine_wander": wander}
     result = {"spread": spread, "typical_spread": typical, "tolerance": tolerance, "noise": noise,
               "allowance": allowance, "trend": found, "drift_threshold": threshold, "alpha": ALPHA,
-              "noise_multiplier": NOISE_MULTIPLIER, "wander": wander, "worst_noise": worst, "settled": None, "unresolved_change": None,
+              "noise_multiplier": NOISE_MULTIPLIER, "wander": wander, "worst_noise": worst, "settled": None,
+              "unresolved_change": None,
               "min_detectable_change": found["min_detectable_change"] if found is not None else None}
     if _drifts(found, threshold):
         final = trend(values[-base_windows:]) if base_windows and len(values) > base_windows else None

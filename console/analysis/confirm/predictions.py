@@ -37,10 +37,10 @@ HOST_OPS = (0.8, 1.6)  # twice the ops: ~2× (1.6–3.2), more ops also mean mor
 CACHE_EXIT = 1.3  # per byte, time jumps at least 1.3× once the working set leaves the last-level cache …
 # … and at least 1.7× once it is twice the cache or more (nothing of it stays cached between calls). Measured on the
 # project's 2-core VM, catalog mlp at batch 1, one thread: 27–31 µs per MB of weights at hidden 1024 (10.5 MB),
-# 55–64 µs per MB at hidden 2048–3072 (38–82 MB; the 32 MiB cache is shared with neighbours): ×2.0–2.1. One core's
-# last-level-cache bandwidth against its DRAM bandwidth is about ×2 on current server CPUs. Why a separate, higher
-# bound: compute's "time follows the FLOPs" allows up to 1.5× the FLOPs' factor, and a wider MLP grows its FLOPs
-# as its bytes, so only a jump above 1.5 × 1.1 tells the two apart (plan.MIN_SEPARATION).
+# 55–64 µs per MB at hidden 2048–3072 (38–82 MB; the 32 MiB cache is shared with neighbours): ×2.0–2.1.
+# One core's last-level-cache bandwidth against its DRAM bandwidth is about ×2 on current server CPUs. Why a
+# separate, higher bound: compute's "time follows the FLOPs" allows up to 1.5× the FLOPs' factor, and a wider MLP
+# grows its FLOPs as its bytes, so only a jump above 1.5 × 1.1 tells the two apart (plan.MIN_SEPARATION).
 CACHE_EXIT_FULL = 1.7
 INTENSITY_RISES = 1.2  # FLOPs grow this much more than bytes: the op may turn compute-bound (or change kernels)
 COMPUTE_THREADS_SPEEDUP = 1.6  # a second thread on its own core gives ≥ 1.6× to arithmetic
