@@ -158,12 +158,18 @@ def test_compare_two_stored_runs(db, first_run):
 
 
 def test_run_is_judged_against_the_machines_noise_floor(db, first_run):
-    """No recent floor in a fresh history: run measured a quick one first, kept it beside the history, and stored
-    the one it used with the run; the verdict is one of the drift module's."""
+    """No recent floor in a fresh history: run measured a quick draw first, kept it beside the history, and stored
+    the floor it used with the run (that draw; and one more taken right after, had the floor made the run
+    INVALID); the verdict is one of the drift module's."""
+    from engines.machine.noise import KERNEL_VERSION, QUICK_WINDOW_S
+
     stability = first_run["stability"]
     floor = stability["noise_floor"]
-    assert floor["quick"] is True and floor["windows"] == 10 and floor["window_s"] == 0.25
-    assert floor["source"] == "quick measurement before the run" and stability["noise"] >= 0
+    assert floor["quick"] is True and floor["windows"] == 10 and floor["window_s"] == QUICK_WINDOW_S
+    assert floor["kernel_version"] == KERNEL_VERSION and stability["noise"] >= 0
+    assert (floor["draws"], floor["source"]) == (1, "quick measurement") or (
+        floor["draws"] == 2 and floor["source"].endswith("the newest taken right after the run (the earlier floor "
+                                                         "called it invalid)"))
     if stability["verdict"] is not None:  # None: too few iterations for three windows (a very busy machine)
         assert stability["verdict"] in ("stable", "jittery", "drift", "unsteady") and stability["line"]
     assert (db.parent / "noise_floor.json").is_file()
