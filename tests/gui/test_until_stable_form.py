@@ -101,7 +101,11 @@ def test_with_no_stored_floor_the_window_measures_one_off_the_gui_thread_then_ai
         asked.append((target, threading.current_thread() is threading.main_thread()))
         return dict(FLOOR)
 
+    def no_draw_after():  # a run this floor made INVALID would take a draw after it: not what this test is about
+        raise RuntimeError("no draw after the run in this test")
+
     monkeypatch.setattr(console.noise, "noise_floor_for", fake_floor)
+    monkeypatch.setattr(console.noise, "measure_quick", no_draw_after)
     record = _run(qtbot, window, duration_s=0.5)
     assert record["status"] == "completed", record["message"]
     assert asked == [("cpu", False)]  # measured once, never on the GUI thread
