@@ -151,8 +151,6 @@ def _catalog_axes(spec: Any, found: Axes) -> None:
 
 def _data_axes(spec: Any, found: Axes, base: Footprint | None, params: dict[str, Any], param: str | None) -> None:
     """Data ×k through the batch (param None) or a catalog size parameter."""
-    from engines.spec import SpecError
-
     knob = param or "batch"
     power = DATA_PARAMS.get(param or "", 1)
     factors = DATA_FACTORS if base is not None else UNMODELLED_DATA_FACTORS
@@ -173,19 +171,12 @@ def _data_axes(spec: Any, found: Axes, base: Footprint | None, params: dict[str,
             break
         scales, note = _scales(base, after, {"flops": data, "bytes": data, "ops": 1.0, "working_set": data},
                                f"no cost model for {spec.model}: FLOPs and bytes assumed to follow the data")
-        axis = Axis(name, "data", data, scales, change, note)
-        try:
-            axis.apply(spec)
-        except (SpecError, ValueError) as exc:
-            found.untestable.append(f"{name}: the spec refuses it ({exc})")
+        if not _added(Axis(name, "data", data, scales, change, note), spec, found):
             break
-        found.axes.append(axis)
 
 
 def _width_axes(spec: Any, found: Axes, base: Footprint, params: dict[str, Any], param: str) -> None:
     """`param` ×2 and ×4 (a data kind: the work per call grows with the weights), scaled by the cost model."""
-    from engines.spec import SpecError
-
     for factor in WIDTH_FACTORS:
         changed = {**params, param: int(params[param]) * factor}
         after = footprint(spec.model, changed, spec.batch)
@@ -195,12 +186,21 @@ def _width_axes(spec: Any, found: Axes, base: Footprint, params: dict[str, Any],
         axis = Axis(f"{param} ×{factor}", "data", scales["flops"], scales,
                     {"model_params": {param: changed[param]}},
                     f"weights ×{scales['resident']:.3g}: what a call keeps in the cache grows")
-        try:
-            axis.apply(spec)
-        except (SpecError, ValueError) as exc:
-            found.untestable.append(f"{axis.name}: the spec refuses it ({exc})")
+        if not _added(axis, spec, found):
             break
-        found.axes.append(axis)
+
+
+def _added(axis: Axis, spec: Any, found: Axes) -> bool:
+    """Add `axis` when the spec takes the change; else say why it cannot be made (False: larger ones cannot either)."""
+    from engines.spec import SpecError
+
+    try:
+        axis.apply(spec)
+    except (SpecError, ValueError) as exc:
+        found.untestable.append(f"{axis.name}: the spec refuses it ({exc})")
+        return False
+    found.axes.append(axis)
+    return True
 
 
 def _file_data_axes(spec: Any, record: dict[str, Any], found: Axes) -> None:
