@@ -22,7 +22,9 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gui"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import week_history  # noqa: E402
+from special_files import fifo_at  # noqa: E402
 
 from console.history import HistoryStore  # noqa: E402
 
@@ -90,17 +92,6 @@ def exported(history, tmp_path_factory):
     done = labconsole("export", run_id, "--out", str(out), db=db)
     assert done.returncode == 0, done.stderr
     return out.read_bytes()
-
-
-def fifo_at(tmp_path, via_link):
-    """A FIFO in tmp_path, and the path to name it by: itself, or a symlink to it."""
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    if not via_link:
-        return fifo, fifo
-    link = tmp_path / "link"
-    link.symlink_to(fifo)
-    return fifo, link
 
 
 def one_line(stderr):

@@ -12,6 +12,7 @@ import stat
 import threading
 
 import pytest
+from special_files import fifo_at
 
 from console.output_file import DEVICE, FIFO, FILE, STDOUT, OutputError, check_out, write_bytes_to, write_out
 
@@ -26,17 +27,6 @@ def full_node(path):
 def null_node(path):
     os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 3))
     return path
-
-
-def fifo_at(tmp_path, via_link):
-    """A FIFO in tmp_path, and the path to name it by: itself, or a symlink to it."""
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    if not via_link:
-        return fifo, fifo
-    link = tmp_path / "link"
-    link.symlink_to(fifo)
-    return fifo, link
 
 
 def write_text(target, text="a,b\n1,2\n"):
