@@ -38,6 +38,7 @@ SCHEMAS: dict[str, str] = {
     "cluster": "labconsole.cluster/1",
     "doctor": "labconsole.doctor/1",
     "rules": "labconsole.rules/1",
+    "storage": "labconsole.storage/1",  # the stored storage run: run_id, status, options, the kind's result
 }
 # Commands that take --json (from the shared options) but print no JSON document: export writes files (its
 # `--format json` file carries its own "format" and "version"), self-test writes result.json into --out.

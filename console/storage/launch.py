@@ -88,7 +88,12 @@ def run_kind(kind: str, options: Mapping[str, Any], on_progress: Callable[[dict[
     process = ctx.Process(target=worker_main, args=(table[kind], plain_options, messages, os.getpid()),
                           name=f"labconsole-storage-{kind}", daemon=False)  # a daemon could not start readers
     process.start()
-    outcome = _wait(kind, process, messages, on_progress, timeout_s, cancel)
+    try:
+        outcome = _wait(kind, process, messages, on_progress, timeout_s, cancel)
+    except KeyboardInterrupt:  # Ctrl+C: the worker has its own process group, so it is ended here
+        _end(process)
+        outcome = Outcome(kind, "cancelled", cause="interrupted (Ctrl+C)", error_kind="cancelled",
+                          exit_code=process.exitcode)
     outcome.started_ns = started_ns
     outcome.wall_s = (time.monotonic_ns() - started_ns) / 1e9
     with contextlib.suppress(Exception):

@@ -59,9 +59,12 @@ def check_result(kind: str, result: Any) -> list[str]:
     return problems
 
 
-def summary_for(kind: str, outcome: Outcome, latency_ns: np.ndarray | None = None) -> dict[str, Any]:
+def summary_for(kind: str, outcome: Outcome, latency_ns: np.ndarray | None = None,
+                status: str | None = None) -> dict[str, Any]:
     """The summary stored with the run: the result (less its latency pairs), its figures and pass rule,
-    latency statistics of its reads, or the cause when it did not complete."""
+    latency statistics of its reads, or the cause when it did not complete (`status`, default the outcome's:
+    a run that is not completed is never valid)."""
+    status = status or outcome.status
     result = dict(outcome.result or {})
     result.pop("latency_ns", None)
     figures, dropped = _finite_figures(result.get("figures"))
@@ -73,7 +76,8 @@ def summary_for(kind: str, outcome: Outcome, latency_ns: np.ndarray | None = Non
         "storage_kind": kind,
         "figures": figures or {},
         "passed": result.get("passed"),
-        "valid": result.get("passed") if isinstance(result.get("passed"), bool) else None,
+        "valid": (result.get("passed") if isinstance(result.get("passed"), bool) else None)
+        if status == "completed" else False,
         "status_reason": result.get("status_reason") or "",
         "cache_state": result.get("cache_state"),
         "method": result.get("method"),
@@ -89,7 +93,7 @@ def summary_for(kind: str, outcome: Outcome, latency_ns: np.ndarray | None = Non
         summary["invalid_reasons"].append({"rule": f"{kind} pass rule",
                                            "detail": result.get("status_reason") or "did not pass",
                                            "fix": _pass_fix(result)})
-    if outcome.status != "completed":
+    if status != "completed":
         summary["message"] = outcome.message
         summary["error_kind"] = outcome.error_kind
         summary["progress"] = outcome.last_progress or None
@@ -122,7 +126,7 @@ def store_outcome(store: Any, kind: str, options: Mapping[str, Any], outcome: Ou
         except (HistoryError, ValueError) as exc:
             status, cause, t_ns, latency_ns = "failed", f"its latencies could not be stored ({exc})", t_ns[:0], \
                 latency_ns[:0]
-    summary = summary_for(kind, outcome, latency_ns)
+    summary = summary_for(kind, outcome, latency_ns, status)
     if status != "completed":
         summary["message"] = cause
     try:
