@@ -1,0 +1,200 @@
+"""The checkpoint card: how long a state dict takes to save and restore on a storage path, per format, and what
+that costs a training job.
+
+The state is a catalog model's or a synthetic shard of a 1B/8B/70B model (engines.storage.checkpoint_state,
+which states its sizing assumption and any scaling). Formats: `torch` (torch.save / torch.load weights_only),
+`safetensors` (engines.storage.checkpoint_formats) and `dcp` (torch.distributed.checkpoint with --ranks local
+processes writing at once: engines.storage.checkpoint_dcp). Every save is timed to fsync, every restore is read
+after the files were dropped from the page cache (or labelled "warm" with why), and every restore is checked bit
+for bit. The training cost is Young's interval and lost fraction (engines.storage.young) at --mtbf-hours. The
+scratch folder is removed afterwards whatever happens.
+
+Result (beyond the shared contract's keys):
+  "formats": {name: {"save_s", "save_gb_s", "load_s", "load_gb_s", "aggregate_save_gb_s", "aggregate_load_gb_s",
+              "bytes" (on disk, all ranks), "rank_bytes", "ranks", "per_rank_save_s": [...],
+              "per_rank_load_s": [...], "spread_percent", "load_spread_percent", "cache_state", "cache_note",
+              "how"}}  — durations are the slowest rank's, GB/s the lowest rank's;
+  "young": {name: {"mtbf_h", "save_s", "interval_s", "lost_fraction", "restore_fraction", "note", "basis"}};
+  "state": {"source", "params", "bytes" (per rank), "scaled": null | {"full_bytes", "bytes", "factor", "why"},
+            "tensors", "assumption", ...};
+  "directory", "filesystem".
+Figures: "<format>_save_gb_s", "<format>_load_gb_s", "<format>_save_s", "<format>_load_s",
+"<format>_lost_percent", "<format>_interval_min", "shard_gb".
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engines.storage import young as young_model
+from engines.storage.errors import StorageError
+
+KIND = "checkpoint"
+FORMAT_NAMES = ("torch", "safetensors", "dcp")
+MAX_RANKS = 64
+
+
+# ---- Public API
+def run(options: dict[str, Any], progress: Callable[[dict], None]) -> dict[str, Any]:
+    """Save and cold-restore the state in each format; the checkpoint card's result (module docstring)."""
+    from engines.storage import checkpoint_state
+
+    opts = validate(options)
+    progress({"text": "sizing the state dict", "fraction": 0.0})
+    state_info = checkpoint_state.plan(opts)
+    directory = Path(opts["directory"])
+    _check_room(state_info["bytes"], opts, directory)
+    scratch = Path(tempfile.mkdtemp(prefix=".labconsole-checkpoint-", dir=directory))
+    formats: dict[str, dict[str, Any]] = {}
+    steps = len(opts["formats"])
+    try:
+        local = [f for f in opts["formats"] if f != "dcp"]
+        if local:
+            progress({"text": f"building a {state_info['bytes'] / 1e9:.3f} GB state dict", "fraction": 0.02})
+            state = checkpoint_state.build(opts, 0)
+            from engines.storage import checkpoint_formats
+
+            for name in local:
+                progress({"text": f"{name}: save (fsync), drop the cache, load", "fraction": len(formats) / steps})
+                formats[name] = checkpoint_formats.measure(name, state, scratch)
+            del state
+        if "dcp" in opts["formats"]:
+            from engines.storage import checkpoint_dcp
+
+            progress({"text": f"dcp: {opts['ranks']} ranks save and load their shards",
+                      "fraction": len(formats) / steps})
+            folder = scratch / "dcp-run"
+            folder.mkdir()
+            formats["dcp"] = checkpoint_dcp.measure(opts, folder, opts["ranks"], state_info["bytes"])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    progress({"text": "done", "fraction": 1.0})
+    return result(opts, state_info, formats, directory)
+
+
+def validate(options: dict[str, Any]) -> dict[str, Any]:
+    """Options with defaults filled in; StorageError naming the bad one and the fix."""
+    from engines.storage.checkpoint_state import DEFAULT_SHARD_GB, SIZES
+
+    opts = dict(options)
+    if opts.get("model") and opts.get("size"):
+        raise StorageError("both a catalog model and a synthetic size were given",
+                           "give either --model NAME or --size 1b|8b|70b")
+    if not opts.get("model"):
+        opts["size"] = str(opts.get("size") or "1b").lower()
+        if opts["size"] not in SIZES:
+            raise StorageError(f"unknown size {opts['size']!r}", f"choose one of {', '.join(SIZES)}")
+        opts["shard_gb"] = _positive(opts.get("shard_gb", DEFAULT_SHARD_GB) or DEFAULT_SHARD_GB, "--shard-gb")
+    elif opts.get("shard_gb"):
+        raise StorageError("--shard-gb sizes a synthetic shard; a catalog model's state is the size it is",
+                           "drop --shard-gb, or use --size 1b|8b|70b instead of --model")
+    formats = opts.get("formats") or list(FORMAT_NAMES)
+    if isinstance(formats, str):
+        formats = [f.strip() for f in formats.split(",") if f.strip()]
+    unknown = [f for f in formats if f not in FORMAT_NAMES]
+    if unknown or not formats:
+        raise StorageError(f"unknown format(s) {', '.join(unknown) or '(none given)'}",
+                           f"choose from {','.join(FORMAT_NAMES)} (comma-separated)")
+    opts["formats"] = list(dict.fromkeys(formats))
+    ranks = opts.get("ranks", 2)
+    if not isinstance(ranks, int) or isinstance(ranks, bool) or not 1 <= ranks <= MAX_RANKS:
+        raise StorageError(f"--ranks {ranks!r} is not a whole number from 1 to {MAX_RANKS}",
+                           "give the number of local processes DCP saves with, e.g. --ranks 2")
+    opts["ranks"] = ranks
+    opts["mtbf_hours"] = _positive(opts.get("mtbf_hours") or young_model.DEFAULT_MTBF_HOURS, "--mtbf-hours")
+    for key, flag in (("bytes_per_param", "--bytes-per-param"), ("job_ranks", "--job-ranks")):
+        if opts.get(key) is not None:
+            opts[key] = _positive(opts[key], flag)
+    directory = Path(opts.get("directory") or tempfile.gettempdir()).expanduser()
+    if not directory.is_dir():
+        raise StorageError(f"checkpoint directory {directory} does not exist or is not a folder",
+                           "give an existing folder on the storage to measure with --dir")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise StorageError(f"checkpoint directory {directory} is not writable by this user",
+                           f"choose a folder you can write, or give write permission (chmod u+wx {directory})")
+    opts["directory"] = str(directory)
+    return opts
+
+
+def result(opts: dict[str, Any], state_info: dict[str, Any], formats: dict[str, dict[str, Any]],
+           directory: Path) -> dict[str, Any]:
+    """The contract's keys, figures, the per-format entries and Young's cost per format."""
+    from engines.datafiles import filesystem_type
+
+    scaled = state_info.get("scaled")
+    young: dict[str, dict[str, Any]] = {}
+    figures: dict[str, float | None] = {"shard_gb": state_info["bytes"] / 1e9}
+    for name, entry in formats.items():
+        save_s, basis = entry["save_s"], "the measured save duration (slowest rank)"
+        load_s = entry["load_s"]
+        if scaled and entry["save_gb_s"]:
+            save_s = scaled["full_bytes"] / 1e9 / entry["save_gb_s"]
+            load_s = scaled["full_bytes"] / 1e9 / entry["load_gb_s"] if entry["load_gb_s"] else None
+            basis = (f"projected, not measured: the full {scaled['full_bytes'] / 1e9:.2f} GB shard at the measured "
+                     f"{entry['save_gb_s']:.3g} GB/s (assumes the rate holds at the full size)")
+        young[name] = {**young_model.young(save_s, opts["mtbf_hours"], load_s), "basis": basis}
+        lost = young[name]["lost_fraction"]
+        interval = young[name]["interval_s"]
+        figures.update({f"{name}_save_gb_s": entry["save_gb_s"], f"{name}_load_gb_s": entry["load_gb_s"],
+                        f"{name}_save_s": entry["save_s"], f"{name}_load_s": entry["load_s"],
+                        f"{name}_lost_percent": 100 * lost if lost is not None else None,
+                        f"{name}_interval_min": interval / 60 if interval is not None else None})
+    states = {e["cache_state"] for e in formats.values()}
+    cache_state = states.pop() if len(states) == 1 else "mixed"
+    warm = [f"{n}: {e['cache_note']}" for n, e in formats.items() if e["cache_state"] != "cold"]
+    size = f"{state_info['bytes'] / 1e9:.3g} GB"
+    if scaled:
+        size += f" of a {scaled['full_bytes'] / 1e9:.3g} GB shard"
+    names = ", ".join(f"dcp×{opts['ranks']}" if n == "dcp" else n for n in formats)
+    return {
+        "kind": KIND,
+        "label": f"checkpoint: {state_info['source']} ({size}) — {names} on {directory}",
+        "passed": None,
+        "status_reason": ("warm — restores read the page cache, not storage: " + "; ".join(warm)) if warm else "",
+        "cache_state": cache_state,
+        "method": ("Each format saved the state timed to fsync, its files were dropped from the page cache, and it "
+                   "was read back and checked bit for bit; durations are the slowest rank's, GB/s the lowest "
+                   f"rank's. Training cost: Young's interval √(2·δ·MTBF) at MTBF {opts['mtbf_hours']:g} h "
+                   f"({young_model.MTBF_ASSUMPTION})."),
+        "figures": figures,
+        "formats": formats,
+        "young": young,
+        "state": state_info,
+        "directory": str(directory),
+        "filesystem": filesystem_type(directory),
+    }
+
+
+# ---- Private API
+def _positive(value: Any, flag: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not number > 0 or number == float("inf"):
+        raise StorageError(f"{flag} {value!r} is not a positive number", f"give {flag} a number above 0")
+    return number
+
+
+def _check_room(rank_bytes: int, opts: dict[str, Any], directory: Path) -> None:
+    """Refuse up front what the disk or the memory here cannot hold (a half-written checkpoint helps nobody)."""
+    from engines.model_files.archives import available_bytes
+
+    writers = opts["ranks"] if "dcp" in opts["formats"] else 1
+    disk_need = int(rank_bytes * writers * 1.05) + (64 << 20)
+    free = shutil.disk_usage(directory).free
+    if disk_need > free:
+        raise StorageError(f"{directory} has {free / 1e9:.2f} GB free; the checkpoint needs {disk_need / 1e9:.2f} GB "
+                           f"({writers} × {rank_bytes / 1e9:.2f} GB)", "lower --shard-gb (or --ranks), or choose "
+                           "another --dir")
+    memory = available_bytes()
+    memory_need = 2 * rank_bytes * writers + (512 << 20)  # each writer holds its state and the restored copy
+    if memory and memory_need > memory:
+        raise StorageError(f"{memory / 1e9:.2f} GB of memory is available; the state and its restored copy need "
+                           f"{memory_need / 1e9:.2f} GB ({writers} × 2 × {rank_bytes / 1e9:.2f} GB)",
+                           "lower --shard-gb (or --ranks) so the shard fits in memory twice per rank")
