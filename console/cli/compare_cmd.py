@@ -53,6 +53,8 @@ def main(args: argparse.Namespace) -> int:
     from console.analysis.compare import answer, compare
     from console.analysis.fingerprint import differences
     from console.history import HistoryError, open_reader
+    from console.storage.figures import compare_figures, comparison_lines
+    from console.storage.runs import is_storage_run
 
     try:
         with open_reader(db_path(args)) as store:
@@ -62,13 +64,16 @@ def main(args: argparse.Namespace) -> int:
                 if run is None:
                     return undecided(f"{option}: no run {ref!r} in the history (`labconsole history` lists them)")
                 latency_ns = store.latencies(run["run_id"])[1]
-                if latency_ns.size < 2:
+                if latency_ns.size < 2 and not is_storage_run(run):  # a storage run still has its figures
                     return undecided(f"{option}: run {run['run_id'][:8]} has {latency_ns.size} measured "
                                      "iterations; a comparison needs at least 2 in each run")
                 runs.append((run, latency_ns / 1e6))
     except HistoryError as exc:
         return undecided(exc)
     (run_a, a_ms), (run_b, b_ms) = runs
+    storage = compare_figures(run_a, run_b) if is_storage_run(run_a) or is_storage_run(run_b) else None
+    if storage is not None and (args.interleave or a_ms.size < 2 or b_ms.size < 2):
+        return _storage_figures_only(args, run_a, run_b, a_ms.size, b_ms.size, storage)
     result = compare(a_ms, b_ms, noise=args.noise, alpha=args.alpha)
     result["answer"] = answer(result, args.fail_on)
     if args.interleave:
@@ -87,6 +92,8 @@ def main(args: argparse.Namespace) -> int:
     report = {"run_a": run_a["run_id"], "run_b": run_b["run_id"], "label_a": _run_label(run_a),
               "label_b": _run_label(run_b), **result, "same_configuration": same, "differences": changes,
               "partition": partition}
+    if storage is not None:
+        report["storage_figures"] = storage
     if wants_json(args):
         emit_json(report)
     else:
@@ -102,8 +109,10 @@ def main(args: argparse.Namespace) -> int:
         elif args.fail_on and result["answer"] == "undecided":
             print(f"  this pair cannot answer --fail-on {args.fail_on}: add --interleave to re-run both specs in "
                   "alternating rounds until it can")
+        if storage is not None:
+            print("\n".join(comparison_lines(storage)))
         _print_differences(changes, same)
-        if partition["same"] is not True:
+        if partition["same"] is not True and storage is None:  # a storage run has no core partition
             scope = f" ({partition['applies_to']})" if "applies_to" in partition else ""
             print(f"  {partition['text']}{scope}")
     if not args.fail_on:
@@ -144,7 +153,31 @@ def _print_differences(changes: list[dict[str, Any]], same: bool) -> None:
         print(f"    {change['field']}: {change['a']!r} → {change['b']!r}")
 
 
+def _storage_figures_only(args: argparse.Namespace, run_a: dict[str, Any], run_b: dict[str, Any], n_a: int,
+                          n_b: int, storage: dict[str, Any]) -> int:
+    """Two runs of which one is a storage run whose latencies cannot be compared (fewer than 2, or --interleave,
+    which re-runs model specs only): their figures side by side; exit 3 when --fail-on asked what they cannot say."""
+    from console.storage.figures import comparison_lines
+
+    if args.interleave:
+        return fail("--interleave re-runs model specs; repeat a storage run with `labconsole storage KIND` and "
+                    "compare the stored runs")
+    why = (f"the latencies cannot be compared: A stored {n_a} timed reads, B {n_b}; a comparison needs at least 2 "
+           "in each run")
+    if wants_json(args):
+        emit_json({"run_a": run_a["run_id"], "run_b": run_b["run_id"], "label_a": _run_label(run_a),
+                   "label_b": _run_label(run_b), "verdict": None, "answer": "undecided" if args.fail_on else None,
+                   "explanation": why, "storage_figures": storage})
+    else:
+        print(f"A {run_a['run_id'][:8]}  {_run_label(run_a)}\nB {run_b['run_id'][:8]}  {_run_label(run_b)}")
+        print(f"  {why}")
+        print("\n".join(comparison_lines(storage)))
+    return undecided(why) if args.fail_on else EXIT_OK
+
+
 def _run_label(run: dict[str, Any]) -> str:
     spec = run.get("spec") or {}
+    if str(spec.get("scenario") or "").startswith("storage-"):
+        return f"{run['model']} · {spec['scenario']}"
     return " · ".join(str(x) for x in (run["model"], run["engine"], run["target"], f"b{run['batch']}",
                                        spec.get("precision", "fp32")))
