@@ -19,6 +19,7 @@ SOURCES: dict[str, Any] = {
     "rapl": "console.telemetry.rapl_source:RaplSource",
     "amdsmi": "console.telemetry.amdsmi_source:AmdSmiSource",
     "estimated": "console.telemetry.estimated_source:EstimatedPowerSource",
+    "storage": "console.telemetry.diskstats:StorageSource",
 }
 
 

@@ -76,5 +76,5 @@ def test_every_registered_source_declares_its_metrics():
             if spec.plot:
                 plots.setdefault(spec.plot, set()).add(name)
     assert plots == {"util": {"psutil", "nvml", "amdsmi"}, "power": {"nvml", "rapl", "amdsmi", "estimated"},
-                     "memory": {"psutil", "nvml", "amdsmi"}, "temperature": {"nvml", "amdsmi"},
+                     "memory": {"psutil", "nvml", "amdsmi", "storage"}, "temperature": {"nvml", "amdsmi", "storage"},
                      "clocks": {"psutil", "nvml", "amdsmi"}, "io": {"psutil", "nvml"}}
