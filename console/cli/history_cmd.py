@@ -71,4 +71,12 @@ def _row(run: dict[str, Any]) -> dict[str, Any]:
                          **(summary.get("scenario") or {})},
             "sweep_id": run.get("sweep_id"), "error": run["error"], "fingerprint": run.get("fingerprint"),
             "tags": run.get("tags") or [], "note": run.get("note"), "hostname": run.get("hostname"),
-            "damaged": run.get("damaged") or []}  # [{field, reason}]: a JSON column that could not be read
+            "damaged": run.get("damaged") or [],  # [{field, reason}]: a JSON column that could not be read
+            "storage": _storage(summary)}
+
+
+def _storage(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """A storage benchmark's headline (`labconsole storage`): its kind, figures, pass rule and cache state."""
+    if not summary.get("storage_kind"):
+        return None
+    return {key: summary.get(key) for key in ("storage_kind", "figures", "passed", "status_reason", "cache_state")}

@@ -108,7 +108,11 @@ def gather(store: Any, run_ids: list[str], sweep_id: str | None = None) -> Repor
 
 def run_label(run: dict[str, Any]) -> str:
     """model · engine · target · precision · batch N (· name), as people read a configuration."""
+    from console.report.storage_section import storage_label
     from engines import backends
+
+    if storage_label(run):  # a storage benchmark has no engine, precision or batch: its label and kind
+        return str(storage_label(run))
 
     engine = run.get("engine") or (run.get("spec") or {}).get("engine") or "?"
     try:

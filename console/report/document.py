@@ -14,6 +14,7 @@ from typing import Any
 from console.report.charts import charts
 from console.report.content import Report, RunView
 from console.report.finding import finding
+from console.report.storage_section import storage_blocks, storage_commands
 
 TOP_OPS = 12
 KIND_TITLES = {"run": "Run report", "comparison": "Comparison report", "sweep": "Sweep report"}
@@ -51,6 +52,7 @@ def build(report: Report) -> list[Block]:
         changed = _differences(report)
         if changed is not None:
             blocks += [Block("heading", "What differs from A"), changed]
+    blocks += storage_blocks(report, Block)
     blocks += _validity(report.runs)
     if report.sweep is not None:
         blocks += [Block("heading", "Sweep points"), _sweep_points(report.runs)]
@@ -237,6 +239,9 @@ def _environment(views: list[RunView]) -> Block:
 
 
 def _commands(view: RunView) -> str:
+    storage = storage_commands(view.run)
+    if storage is not None:
+        return storage
     reproduce = view.reproduce
     lines = []
     if reproduce.get("flags_command"):

@@ -21,6 +21,11 @@ SPOKEN_FIELDS = ("engine", "precision", "batch", "target", "threads", "mode", "s
 
 # ---- Public API
 def finding(report: Report) -> str:
+    from console.report.storage_section import storage_finding
+
+    storage = storage_finding(report)  # storage runs: their figures, not "per call at the median"
+    if storage is not None:
+        return storage
     if report.kind == "sweep":
         return _sweep_sentence(report)
     if report.kind == "comparison":
