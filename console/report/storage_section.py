@@ -132,13 +132,14 @@ def _state(run: dict[str, Any], bench: dict[str, Any]) -> str:
 def _detail(kind: str, bench: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
     """The kind's own detail as one small table, from the keys each kind documents; None when absent."""
     if kind == "feed":
-        search = bench.get("find_max") or {}
-        series = search.get("series") or []
-        if series:
-            threshold = search.get("threshold")
+        from console.storage.charts import feed_chart
+
+        chart = feed_chart(bench)
+        threshold = chart["threshold"]
+        if chart["series"]:
             return (["Emulated accelerators", "AU (%)", f"≥ threshold {format_value(threshold)}%"],
-                    [[format_value(n), format_value(au), "yes" if isinstance(au, (int, float)) and
-                      isinstance(threshold, (int, float)) and au >= threshold else "no"] for n, au in series])
+                    [[format_value(n), format_value(au), "yes" if isinstance(threshold, (int, float))
+                      and au >= threshold else "no"] for n, au in chart["series"]])
     if kind == "checkpoint":
         formats = bench.get("formats") or {}
         if formats:
@@ -154,7 +155,9 @@ def _detail(kind: str, bench: dict[str, Any]) -> tuple[list[str], list[list[str]
                     [[str(stage.get("mode")), *(format_value(stage.get(key)) for key in keys),
                       format_value(sum(stage.get(key) or 0.0 for key in keys))] for stage in stages])
     if kind == "sweep":
-        knee = bench.get("knee")
-        if isinstance(knee, dict) and knee:
-            return (["Knee", "Value"], [[pretty_name(str(key)), format_value(value)] for key, value in knee.items()])
+        knees = bench.get("knee") or {}
+        if isinstance(knees, dict) and knees:
+            return (["Reads / writes", "Knee"], [[str(key), str((knee or {}).get("text") or knee)
+                                                 if isinstance(knee, dict) else str(knee)]
+                                                for key, knee in knees.items()])
     return None
