@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.analysis import roofline
+from console.analysis.storage import storage_verdict
 
 CLASSES = ("compute", "memory-bandwidth", "cache-resident", "host-overhead", "input-pipeline",
            "host-device-transfer", "memory-capacity", "throttling")
@@ -234,6 +235,10 @@ def _score_scenario(run: dict[str, Any], scores: dict[str, float], evidence: dic
     storage = (run.get("machine") or {}).get("storage_read_gbs")
     if _num(storage):
         evidence["input-pipeline"]["storage_read_gb_s"] = _r(storage)
+    named = storage_verdict(run.get("summary") or {}, run.get("machine"))  # which device, its ceiling, the lever
+    if named is not None:
+        evidence["input-pipeline"].update(device=named["device"], storage_lever=named["lever"],
+                                          of_ceiling=named["of_ceiling"], storage=named["sentence"])
 
 
 def _score_telemetry(run: dict[str, Any], f: _Facts, scores: dict[str, float],
@@ -394,7 +399,11 @@ _WHY = {
     "host-overhead": lambda e: (f"{e['calls_per_iteration']:.0f} op calls per iteration at {e['time_per_call_us']:.3g} µs "
                                 f"each (call floor {e['call_floor_us']} µs), "
                                 f"{_pct(e.get('time_outside_ops', 0.0))} of wall time outside ops"),
-    "input-pipeline": lambda e: f"the model waits for data {_pct(e['wait_fraction'])} of the time",
+    "input-pipeline": lambda e: (f"the model waits for data {_pct(e['wait_fraction'])} of the time"
+                                 + (f" from {e['device']}" + (f" at {_pct(e['of_ceiling'])} of its measured ceiling"
+                                    if e.get("of_ceiling") is not None else "")
+                                    + f" (storage lever: {e['storage_lever'].replace('-', ' ')})"
+                                    if e.get("device") else "")),
     "host-device-transfer": lambda e: f"copies take {_pct(e['copy_share'])} of op time",
     "memory-capacity": lambda e: "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in e.items()
                                            if k in ("swap_growth_gib", "major_faults_per_s") or k.endswith("fraction")),

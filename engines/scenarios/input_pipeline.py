@@ -73,7 +73,7 @@ INFO = ScenarioInfo("input-pipeline", "Input pipeline", __name__, InputPipelineO
 def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None],
         cancelled: Callable[[], bool]) -> dict[str, Any]:
     """Check the data, warm up the whole pipeline, measure steps, and return the fields of the `result` event."""
-    from engines import datafiles, iostats, loaders
+    from engines import block_device, datafiles, iostats, loaders
 
     options = spec.scenario_options
     if model.feed is None:
@@ -157,6 +157,7 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
         "cache_state": state,
         "cache_reason": reason,
         "data_dir": str(options.data_dir),
+        "data_device": block_device.describe(options.data_dir),  # which disk feeds it (the verdict names it)
         "data_files": len(files),
         "sample_bytes": totals.bytes_read // totals.files if totals.files else None,
         "loader_read_mb_s": totals.bytes_read / 1e6 / measured_s if measured_s > 0 else None,
