@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 _PROBE = 4096
+_TRIES = 4
+_RETRY_S = 0.05
 
 
 def drop(paths: Iterable[str | os.PathLike[str]], directory: str | os.PathLike[str]) -> tuple[str, str]:
@@ -35,8 +38,12 @@ def drop(paths: Iterable[str | os.PathLike[str]], directory: str | os.PathLike[s
         fd = os.open(path, os.O_RDONLY)
         try:
             os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            cached = _still_cached(fd, os.fstat(fd).st_size)
+            for attempt in range(_TRIES):  # a page just written can still be held (writeback, another CPU's
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # LRU batch): ask again shortly after
+                cached = _still_cached(fd, os.fstat(fd).st_size)
+                if not cached:
+                    break
+                time.sleep(_RETRY_S * (attempt + 1))
             if cached:
                 return "warm", (f"the page cache kept {path.name} after posix_fadvise(DONTNEED) (this file "
                                 "system ignores the advice), so reads come from memory")
