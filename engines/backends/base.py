@@ -21,6 +21,10 @@ class TokenGenerator:
     prompt_tokens: int
     output_tokens: int
     tokens: Callable[[Any], list[list[int]]] = lambda state: []  # the tokens so far (for checks, not timed)
+    # prefill_cached(token_ids, past) -> (state, present): prefill one prompt (a list of ids) after the KV cache
+    # `past` of its prefix (None: the whole prompt); the state feeds decode_step, `present` is the prompt's whole
+    # cache. None: this engine cannot (the generate scenario's --kv-offload needs it; engines.kvcache).
+    prefill_cached: Callable[[list[int], Any], tuple[Any, Any]] | None = None
 
 
 @dataclass

@@ -460,8 +460,16 @@ def _generator(torch, spec: RunSpec, prepared: _Prepared, synchronize: Callable[
     def tokens(state) -> list[list[int]]:
         return torch.cat(state[2], dim=1).tolist()
 
+    def prefill_cached(ids: list[int], past):
+        """One prompt's prefill after its cached prefix `past` (engines.kvcache): the ids become a [1, n] tensor."""
+        with torch.inference_mode():
+            logits, present = prepared.call(torch.tensor([ids], dtype=torch.long, device=prompt.device), past)
+            token = greedy(logits)
+        synchronize()
+        return (token, present, [token]), present
+
     return TokenGenerator(prefill=prefill, decode_step=decode_step, prompt_tokens=int(prompt.shape[1]),
-                          output_tokens=spec.generation.output_tokens, tokens=tokens)
+                          output_tokens=spec.generation.output_tokens, tokens=tokens, prefill_cached=prefill_cached)
 
 
 WARMUP_MARK = "labconsole profiled warm-up"  # a record_function around the warm-up call; its ops are left out

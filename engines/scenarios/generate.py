@@ -17,6 +17,12 @@ the bytes a decode step cannot avoid moving — streamed weights, KV reads at th
 cache's footprint — computed by the model family's `decode_bytes()` (engines/catalog/gpt_sizes.py), so the
 console can turn time per token into memory-bandwidth utilization against the machine card
 (console/analysis/decoder.py). Those byte counts are arithmetic on the parameters, not measurements.
+
+With `--kv-offload DIR|ram` (engines.kvcache) the measured requests draw prompts that share prefixes, served from a
+prefix cache whose blocks beyond `--kv-budget-mb` spill to the target; TTFT then includes the lookup and the reads.
+The work done after each request (spilling, the recompute pass) is left out of `measured_s`; the result gains
+`kv_offload` (hit rate, TTFT served vs recomputed, write/read latency percentiles, bytes, the judgement) and a few
+flat `kv_*` figures for the summary card.
 """
 
 from __future__ import annotations
@@ -30,10 +36,11 @@ from typing import Any
 
 from engines import catalog, protocol
 from engines.backends.base import LoadedModel, TokenGenerator
-from engines.scenarios.base import NoOptions, ScenarioInfo
+from engines.kvcache.options import KvOffloadOptions
+from engines.scenarios.base import ScenarioInfo
 from engines.spec import RunSpec
 
-INFO = ScenarioInfo("generate", "Generate (decoder models)", __name__, NoOptions,
+INFO = ScenarioInfo("generate", "Generate (decoder models)", __name__, KvOffloadOptions,
                     summary="prefill then token-by-token decode: time to first token and per output token",
                     extra_fields=("generation.prompt_tokens", "generation.output_tokens"))
 
@@ -84,6 +91,10 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
             break
         state = prefill()
 
+    kv = _kv_session(spec, generator)
+    measured_prefill = kv.prefill if kv else prefill
+    aside_ns = 0  # after-request KV work (spills, recompute pass): not part of the measured time
+
     # ---- measurement
     emit(protocol.make("phase", phase="measuring", t_ns=clock()))
     starts = array("q", bytes(8 * CHUNK))
@@ -101,7 +112,7 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
     next_flush = begin + FLUSH_NS
     while not cancelled():
         start = clock()
-        state = prefill()
+        state = measured_prefill()
         first = clock()
         complete = True
         end = first
@@ -129,15 +140,18 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
         tpot_ns.append((end - first) // steps)
         decode_ns += end - first
         requests += 1
+        if kv:
+            aside_ns += kv.after_request()
         if (requests >= limit_requests) if limit_requests else (end >= deadline):
             break
     measured_end = clock()
     if filled:
         _flush(emit, starts, durations, filled)
-    measured_s = (measured_end - begin) / 1e9
+    measured_s = (measured_end - begin - aside_ns) / 1e9
     ttft_ms = [t / 1e6 for t in ttft_ns]
     tpot_ms = [t / 1e6 for t in tpot_ns]
     output_tokens = generator.output_tokens
+    kv_block = _kv_result(kv)
     return {
         "iterations": count,
         "measured_s": measured_s,
@@ -161,7 +175,33 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
         "tokens_sample": [int(t) for t in generator.tokens(state)[0][:SAMPLE_TOKENS]],
         **_split(sum(ttft_ns), decode_ns, requests * steps, generator.prompt_tokens, spec.batch, requests),
         **_byte_counts(spec, generator),
+        **kv_block,
     }
+
+
+def _kv_session(spec: RunSpec, generator: TokenGenerator) -> Any:
+    """The KV cache on storage when --kv-offload asks for one (engines.kvcache), else None."""
+    if not spec.scenario_options.kv_offload:
+        return None
+    # by name, as input-pipeline loads engines.checkpoints: a worker-only module (it handles torch tensors), so
+    # the console, which imports this module for its options, never imports torch through it
+    session = importlib.import_module("engines.kvcache.session")
+    vocab = int(catalog.params_for(spec.model, spec.model_params)["vocab"])
+    return session.start(generator, spec.scenario_options, vocab)
+
+
+def _kv_result(kv: Any) -> dict[str, Any]:
+    """The `kv_offload` block and its flat headline figures (the summary card lists plain values)."""
+    if kv is None:
+        return {}
+    block = kv.finish()
+    verdict = block["judgement"]
+    failed = "; ".join(rule["text"] for rule in verdict["failed_rules"])
+    return {"kv_offload": block, "kv_hit_rate": block["hit_rate"], "kv_ttft_hit_ms": block["ttft_hit_ms"],
+            "kv_ttft_recompute_ms": block["ttft_recompute_ms"], "kv_write_ms_p95": block["write_ms"]["p95"],
+            "kv_read_ms_p95": block["read_ms"]["p95"],
+            "kv_judgement": "not judged" if verdict["passed"] is None else
+            ("passed" if verdict["passed"] else f"failed: {failed}")}
 
 
 def _split(prefill_ns: int, decode_ns: int, decode_steps: int, prompt_tokens: int, batch: int,

@@ -67,7 +67,9 @@ def test_each_scenario_declares_the_fields_its_form_section_shows():
     assert [f.path for f in scenario_fields("server")] == [
         "scenario_options.warmup_until_stable", "scenario_options.warmup_cap_s", "scenario_options.max_queries",
         "scenario_options.qps", "scenario_options.latency_bound_ms", "scenario_options.find_peak"]
-    assert {f.path for f in scenario_fields("generate")} == {"generation.prompt_tokens", "generation.output_tokens"}
+    assert {f.path for f in scenario_fields("generate")} == {"generation.prompt_tokens", "generation.output_tokens"} | {
+        f"scenario_options.kv_{name}" for name in ("offload", "budget_mb", "block_tokens", "repeat_rate", "seed",
+                                                   "write_p95_ms", "read_p95_ms", "min_hit_rate")}
     assert {f.name for f in scenario_fields("offline")} >= {"concurrency", "samples_per_query", "max_queries"}
 
 
