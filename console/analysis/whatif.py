@@ -213,3 +213,64 @@ def _num(x: Any) -> float | None:
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         return None
     return float(x)
+
+
+# ---- Storage: a feed or input-pipeline run onto another device's measured figures
+def project_storage(facts: dict[str, Any], to_mb_s: float, to_label: str,
+                    from_mb_s: float | None = None, from_label: str = "") -> dict[str, Any]:
+    """AU and samples/s of a storage-fed run if its data came from a device that reads `to_mb_s` MB/s.
+
+    `facts` are console.analysis.storage.feed_facts of the run. Per step, with the measured parts: compute = the
+    time the model (or emulated accelerator) did not wait for data; bytes = accelerators × batch × sample bytes;
+    step = max(compute, bytes ÷ device MB/s) — the device serves every accelerator, the readers are assumed to keep
+    up (the projection cannot speed up readers that were the limit: it says so when they were). AU = compute ÷ step.
+    `from_mb_s`, the run's own device's measured figure, checks the model on the measured run (its error).
+    A projection, never a measurement.
+    """
+    compute = _num(facts.get("compute_ms"))
+    batch, sample = _num(facts.get("batch")), _num(facts.get("sample_bytes"))
+    accelerators = _num(facts.get("accelerators")) or 1.0
+    missing = [name for name, value in (("compute time per step", compute), ("batch", batch),
+                                        ("sample bytes", sample)) if not value]
+    if missing:
+        raise ValueError(f"the run does not record its {', '.join(missing)}: a storage what-if needs an "
+                         "input-pipeline or storage feed run that does (run it again with this version)")
+    if not to_mb_s or to_mb_s <= 0:
+        raise ValueError(f"the target device's read figure must be > 0 MB/s, got {to_mb_s!r}")
+    step_bytes = accelerators * batch * sample
+
+    def model(mb_s: float) -> dict[str, float]:
+        io_ms = step_bytes / (mb_s * 1e6) * 1e3
+        step = max(compute, io_ms)
+        return {"step_ms": step, "io_ms": io_ms, "au_percent": 100.0 * compute / step,
+                "samples_per_s": accelerators * batch * 1e3 / step}
+
+    to = model(to_mb_s)
+    measured = {"au_percent": _num(facts.get("au_percent")), "samples_per_s": _num(facts.get("samples_per_s")),
+                "step_ms": _num(facts.get("step_ms"))}
+    if measured["au_percent"] is None and measured["step_ms"]:
+        measured["au_percent"] = 100.0 * compute / measured["step_ms"]
+    notes = []
+    check = None
+    if from_mb_s:
+        base = model(from_mb_s)
+        check = {"device": from_label, "mb_s": from_mb_s, **base}
+        if measured["samples_per_s"]:
+            check["error"] = (base["samples_per_s"] - measured["samples_per_s"]) / measured["samples_per_s"]
+            if abs(check["error"]) > 0.25:
+                notes.append(f"on the run's own device the model is off by {check['error']:+.0%} (readers, decode "
+                             "or the page cache, not only the device's MB/s, set the measured rate): read the "
+                             "projection as the device's share of the answer")
+    busy = _num(facts.get("reader_busy"))
+    if busy is not None and busy >= 0.8:
+        notes.append(f"the readers were busy {busy:.0%} of their time: a faster device alone will not lift them; "
+                     "the projection assumes they keep up")
+    bound = "compute (the device keeps up)" if to["io_ms"] <= compute else "the device's read rate"
+    return {"projection": True, "onto": to_label, "onto_mb_s": to_mb_s, "au_percent": to["au_percent"],
+            "samples_per_s": to["samples_per_s"], "step_ms": to["step_ms"], "io_ms_per_step": to["io_ms"],
+            "compute_ms_per_step": compute, "bytes_per_step": step_bytes, "accelerators": accelerators,
+            "bound_by": bound, "measured": measured, "model_check": check, "notes": notes,
+            "method": (f"a projection, not a measurement: step = max(compute {compute:.4g} ms measured, "
+                       f"{step_bytes / 1e6:.4g} MB per step ({accelerators:g} × batch {batch:g} × {sample:g} B) ÷ "
+                       f"{to_mb_s:.4g} MB/s of {to_label}); AU = compute ÷ step; samples/s = accelerators × batch ÷ "
+                       "step; readers assumed to keep up")}

@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--call-floor-us", type=number(0, 1e9, low_open=True, unit="µs"), metavar="X",
                         help="typed-in per-call floor of the engine (µs)")
     parser.add_argument("--threads", type=whole(1, 4096), metavar="N", help="project onto N intra-op threads")
+    parser.add_argument("--storage-onto", metavar="CARD_ID|MB_S",
+                        help="a feed or input-pipeline run: project AU and samples/s onto another device's measured "
+                             "read (a stored machine card's id or prefix, or a typed-in MB/s)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -40,6 +43,15 @@ def main(args: argparse.Namespace) -> int:
             run = store.get_run(args.run)
             if run is None:
                 return fail(f"RUN: no run {args.run!r} in the history (`labconsole history` lists them)")
+            if getattr(args, "storage_onto", None):
+                report, problem = _storage_projection(store, run, args.storage_onto)
+                if problem:
+                    return fail(problem)
+                if wants_json(args):
+                    emit_json(report)
+                else:
+                    _print_storage(report)
+                return EXIT_OK
             ops = store.ops(run["run_id"])
             profile = (run.get("summary") or {}).get("profile")
             if not ops or not profile:
@@ -147,5 +159,59 @@ def _print(report: dict[str, Any]) -> None:
         print(f"  error against run {report['measured_run'][:8]} measured there: {report['error']:+.1%}")
     else:
         print(f"  error: {report['error_note']}")
+    for note in report.get("notes") or []:
+        print(f"  note: {note}")
+
+
+def _storage_projection(store, run, onto: str) -> tuple[dict[str, Any], str]:
+    """--storage-onto: (report, "") or ({}, the problem and its fix)."""
+    from console.analysis.storage import feed_facts
+    from console.analysis.whatif import project_storage
+
+    summary = run.get("summary") or {}
+    nested = summary.get("result")
+    facts = feed_facts(nested if isinstance(nested, dict) and nested.get("kind") == "feed" else summary)
+    if facts is None:
+        return {}, (f"RUN: run {run['run_id'][:8]} is neither an input-pipeline nor a storage feed run: --storage-onto "
+                    "projects how a device feeds a run (labconsole run --scenario input-pipeline, or storage feed)")
+    try:
+        to_mb_s, to_label = float(onto), f"a typed-in {float(onto):g} MB/s device"
+    except ValueError:
+        cards = [c for c in store.machine_cards() if str(c.get("card_id", "")).startswith(onto)]
+        if len(cards) != 1:
+            kept = ", ".join(f"{str(c.get('card_id'))[:8]} ({c.get('host')})" for c in store.machine_cards()[:8])
+            what = "matches several cards" if cards else "is no stored card id"
+            return {}, f"--storage-onto: {onto!r} {what} nor a number of MB/s; cards kept: {kept or 'none'}"
+        card = cards[0]
+        gbs = card.get("storage_read_gbs")
+        if not isinstance(gbs, (int, float)) or gbs <= 0:
+            why = (card.get("not_available") or {}).get("storage_read_gbs") or "no storage read on it"
+            return {}, (f"--storage-onto: card {str(card['card_id'])[:8]} ({card.get('host')}) has no measured storage "
+                        f"read ({why}); measure one with labconsole machine --storage DIR there")
+        to_mb_s = gbs * 1e3
+        to_label = f"{card.get('host')}'s {(card.get('storage') or {}).get('dir') or 'storage'} (card {str(card['card_id'])[:8]})"
+    host = store.hostname_of(run)
+    own = store.machine_cards(hostname=host, target=run.get("target"), latest_only=True)
+    from_gbs = (own[0].get("storage_read_gbs") if own else None)
+    from_mb_s = from_gbs * 1e3 if isinstance(from_gbs, (int, float)) and from_gbs > 0 else None
+    try:
+        projected = project_storage(facts, to_mb_s, to_label, from_mb_s,
+                                    f"{host}'s measured storage read (card)" if from_mb_s else "")
+    except ValueError as exc:
+        return {}, f"--storage-onto: {exc}"
+    return {"run_id": run["run_id"], **projected}, ""
+
+
+def _print_storage(report: dict[str, Any]) -> None:
+    print(f"storage what-if for run {report['run_id'][:8]} onto {report['onto']} ({fmt(report['onto_mb_s'])} MB/s)")
+    measured = report.get("measured") or {}
+    print(f"  measured:  AU {fmt(measured.get('au_percent'))}%, {fmt(measured.get('samples_per_s'), 4)} samples/s")
+    print(f"  projected: AU {fmt(report['au_percent'])}%, {fmt(report['samples_per_s'], 4)} samples/s, step "
+          f"{fmt(report['step_ms'])} ms bound by {report['bound_by']} — a projection, not a measurement")
+    check = report.get("model_check")
+    if check and check.get("error") is not None:
+        print(f"  model check on the run's own device ({fmt(check['mb_s'])} MB/s): {check['error']:+.0%} against "
+              "the measured samples/s")
+    print(f"  method: {report['method']}")
     for note in report.get("notes") or []:
         print(f"  note: {note}")
