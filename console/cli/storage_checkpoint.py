@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def options_from(args: argparse.Namespace) -> dict[str, Any]:
     """The checkpoint options from parsed flags, validated (engines.storage.checkpoint.validate)."""
-    from engines.storage.checkpoint import validate
+    from engines.storage.checkpoint_options import validate
 
     if args.model and any(v is not None for v in (args.shard_gb, args.bytes_per_param, args.job_ranks)):
         raise StorageError("--shard-gb, --bytes-per-param and --job-ranks size a synthetic shard; a catalog "

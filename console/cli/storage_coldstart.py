@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def options_from(args: argparse.Namespace) -> dict[str, Any]:
     """The cold start options from parsed flags, validated (engines.storage.coldstart.validate)."""
-    from engines.storage.coldstart import validate
+    from engines.storage.coldstart_options import validate
 
     return validate({"file": args.file, "modes": args.modes, "device": args.device, "trust_code": args.trust_code})
 

@@ -24,7 +24,6 @@ Figures: "<format>_save_gb_s", "<format>_load_gb_s", "<format>_save_s", "<format
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -32,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from engines.storage import young as young_model
+from engines.storage.checkpoint_options import validate
 from engines.storage.errors import StorageError
 
 KIND = "checkpoint"
-FORMAT_NAMES = ("torch", "safetensors", "dcp")
-MAX_RANKS = 64
+__all__ = ["KIND", "result", "run", "validate"]
 
 
 # ---- Public API
@@ -75,50 +74,6 @@ def run(options: dict[str, Any], progress: Callable[[dict], None]) -> dict[str, 
         shutil.rmtree(scratch, ignore_errors=True)
     progress({"text": "done", "fraction": 1.0})
     return result(opts, state_info, formats, directory)
-
-
-def validate(options: dict[str, Any]) -> dict[str, Any]:
-    """Options with defaults filled in; StorageError naming the bad one and the fix."""
-    from engines.storage.checkpoint_state import DEFAULT_SHARD_GB, SIZES
-
-    opts = dict(options)
-    if opts.get("model") and opts.get("size"):
-        raise StorageError("both a catalog model and a synthetic size were given",
-                           "give either --model NAME or --size 1b|8b|70b")
-    if not opts.get("model"):
-        opts["size"] = str(opts.get("size") or "1b").lower()
-        if opts["size"] not in SIZES:
-            raise StorageError(f"unknown size {opts['size']!r}", f"choose one of {', '.join(SIZES)}")
-        opts["shard_gb"] = _positive(opts.get("shard_gb", DEFAULT_SHARD_GB) or DEFAULT_SHARD_GB, "--shard-gb")
-    elif opts.get("shard_gb"):
-        raise StorageError("--shard-gb sizes a synthetic shard; a catalog model's state is the size it is",
-                           "drop --shard-gb, or use --size 1b|8b|70b instead of --model")
-    formats = opts.get("formats") or list(FORMAT_NAMES)
-    if isinstance(formats, str):
-        formats = [f.strip() for f in formats.split(",") if f.strip()]
-    unknown = [f for f in formats if f not in FORMAT_NAMES]
-    if unknown or not formats:
-        raise StorageError(f"unknown format(s) {', '.join(unknown) or '(none given)'}",
-                           f"choose from {','.join(FORMAT_NAMES)} (comma-separated)")
-    opts["formats"] = list(dict.fromkeys(formats))
-    ranks = opts.get("ranks", 2)
-    if not isinstance(ranks, int) or isinstance(ranks, bool) or not 1 <= ranks <= MAX_RANKS:
-        raise StorageError(f"--ranks {ranks!r} is not a whole number from 1 to {MAX_RANKS}",
-                           "give the number of local processes DCP saves with, e.g. --ranks 2")
-    opts["ranks"] = ranks
-    opts["mtbf_hours"] = _positive(opts.get("mtbf_hours") or young_model.DEFAULT_MTBF_HOURS, "--mtbf-hours")
-    for key, flag in (("bytes_per_param", "--bytes-per-param"), ("job_ranks", "--job-ranks")):
-        if opts.get(key) is not None:
-            opts[key] = _positive(opts[key], flag)
-    directory = Path(opts.get("directory") or tempfile.gettempdir()).expanduser()
-    if not directory.is_dir():
-        raise StorageError(f"checkpoint directory {directory} does not exist or is not a folder",
-                           "give an existing folder on the storage to measure with --dir")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise StorageError(f"checkpoint directory {directory} is not writable by this user",
-                           f"choose a folder you can write, or give write permission (chmod u+wx {directory})")
-    opts["directory"] = str(directory)
-    return opts
 
 
 def result(opts: dict[str, Any], state_info: dict[str, Any], formats: dict[str, dict[str, Any]],
@@ -171,16 +126,6 @@ def result(opts: dict[str, Any], state_info: dict[str, Any], formats: dict[str, 
 
 
 # ---- Private API
-def _positive(value: Any, flag: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if not number > 0 or number == float("inf"):
-        raise StorageError(f"{flag} {value!r} is not a positive number", f"give {flag} a number above 0")
-    return number
-
-
 def _check_room(rank_bytes: int, opts: dict[str, Any], directory: Path) -> None:
     """Refuse up front what the disk or the memory here cannot hold (a half-written checkpoint helps nobody)."""
     from engines.model_files.archives import available_bytes

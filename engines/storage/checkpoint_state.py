@@ -18,19 +18,10 @@ import importlib
 import math
 from typing import Any
 
+from engines.storage.checkpoint_options import BYTES_PER_PARAM, BYTES_PER_PARAM_NOTE, DEFAULT_SHARD_GB, SIZES
 from engines.storage.errors import StorageError
 
 GB = 1e9
-BYTES_PER_PARAM = 14.0
-BYTES_PER_PARAM_NOTE = ("14 bytes per parameter: bf16 weights (2) + fp32 master weights (4) + Adam's two fp32 "
-                        "moments (8); gradients are not checkpointed")
-# name: (parameters, the ranks the job is assumed to shard its checkpoint over, what the count is from)
-SIZES = {
-    "1b": (1.24e9, 8, "Llama 3.2 1B (1.24 B parameters)"),
-    "8b": (8.03e9, 8, "Llama 3.1 8B (8.03 B parameters)"),
-    "70b": (70.6e9, 64, "Llama 3.1 70B (70.6 B parameters)"),
-}
-DEFAULT_SHARD_GB = 1.0  # what this benchmark writes per rank unless told otherwise: fits small disks and CI
 _MAX_TENSOR = 64 * 1024 ** 2  # bytes per synthetic tensor: the size of an LLM's larger weight matrices
 _MIN_TENSOR = 256 * 1024
 

@@ -3,9 +3,9 @@ Linux can say.
 
 Why: a checkpoint read back straight after it was written comes from memory, and a "restore at 20 GB/s" would
 be the page cache's speed, not the storage's. Each file is flushed (fsync: dirty pages are never dropped) and
-then dropped with posix_fadvise(POSIX_FADV_DONTNEED). Where preadv(RWF_NOWAIT) exists, pages at the start,
-middle and end are probed (a page still cached answers; a dropped one refuses with EAGAIN), so "cold" is
-checked, not assumed. Where the drop cannot work (tmpfs: the files are memory; an OS without fadvise) the
+then dropped with posix_fadvise(POSIX_FADV_DONTNEED). On Linux every page is then checked with mincore(2) on a
+mapping that reads nothing (a read probe, even RWF_NOWAIT, starts read-ahead and refills what it checks), and the
+drop is asked again while a page just written is still held; so "cold" is checked, not assumed. Where the drop cannot work (tmpfs: the files are memory; an OS without fadvise) the
 state is "warm" with the reason, and the figures say so.
 
 Standard library only (plus engines.datafiles.can_drop_cache, numpy-only): used by the checkpoint card and
@@ -14,13 +14,14 @@ the cold-start decomposition alike.
 
 from __future__ import annotations
 
-import errno
+import ctypes
+import mmap
 import os
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
-_PROBE = 4096
 _TRIES = 4
 _RETRY_S = 0.05
 
@@ -49,14 +50,13 @@ def drop(paths: Iterable[str | os.PathLike[str]], directory: str | os.PathLike[s
                                 "system ignores the advice), so reads come from memory")
             if cached is None:
                 unverified = True
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # the probe may have started read-ahead
         except OSError as exc:
             return "warm", f"dropping {path.name} from the page cache failed ({exc.strerror or exc})"
         finally:
             os.close(fd)
     how = f"{len(files)} file(s) fsynced and dropped from the page cache (posix_fadvise DONTNEED)"
-    return "cold", how + ("; not verified (no preadv RWF_NOWAIT here)" if unverified else
-                          ", checked with preadv(RWF_NOWAIT)")
+    return "cold", how + ("; not verified (mincore is not available here)" if unverified else
+                          ", checked page by page with mincore")
 
 
 def files_under(directory: str | os.PathLike[str]) -> list[Path]:
@@ -66,19 +66,39 @@ def files_under(directory: str | os.PathLike[str]) -> list[Path]:
 
 # ---- Private API
 def _still_cached(fd: int, size: int) -> bool | None:
-    """Whether a page at the start, middle or end is still cached; None when the OS cannot be asked."""
-    flag = getattr(os, "RWF_NOWAIT", None)
-    if flag is None or not hasattr(os, "preadv") or size <= 0:
+    """Whether any page of the file is resident in the page cache (mincore on a mapping that touches nothing);
+    None where the OS cannot be asked. Not a read probe: a missed read (even with RWF_NOWAIT) starts read-ahead,
+    which would fill the cache it is checking."""
+    if size <= 0:
+        return False
+    libc = _libc()
+    if libc is None:
         return None
-    buffer = bytearray(_PROBE)
-    for offset in (0, size // 2 // _PROBE * _PROBE, max(0, size - 1) // _PROBE * _PROBE):
-        try:
-            if os.preadv(fd, [buffer], offset, flag) > 0:
-                return True
-        except BlockingIOError:
-            continue
-        except OSError as exc:
-            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
-                return None
-            raise
-    return False
+    page = mmap.PAGESIZE
+    address = libc.mmap(None, ctypes.c_size_t(size), mmap.PROT_READ, mmap.MAP_SHARED, fd, ctypes.c_long(0))
+    if address in (None, ctypes.c_void_p(-1).value):
+        return None
+    try:
+        pages = (size + page - 1) // page
+        vector = (ctypes.c_ubyte * pages)()
+        if libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(size), vector) != 0:
+            return None
+        return any(byte & 1 for byte in vector)
+    finally:
+        libc.munmap(ctypes.c_void_p(address), ctypes.c_size_t(size))
+
+
+def _libc():
+    """libc with mmap/mincore/munmap typed, or None off Linux (or where it cannot be loaded)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_long]
+        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        return libc
+    except (OSError, AttributeError):
+        return None

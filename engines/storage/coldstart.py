@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from engines.storage import coldfiles
-from engines.storage.coldstart_read import MODES
-from engines.storage.errors import StorageError
+from engines.storage.coldstart_options import validate
 
 KIND = "coldstart"
+__all__ = ["KIND", "result", "run", "validate"]
 
 
 # ---- Public API
@@ -53,31 +53,6 @@ def run(options: dict[str, Any], progress: Callable[[dict], None]) -> dict[str, 
         stages.append(_stage(path, fmt, facts, device, mode, drop_cache=True))
     progress({"text": "done", "fraction": 1.0})
     return result(opts, facts, stages, warmup_s)
-
-
-def validate(options: dict[str, Any]) -> dict[str, Any]:
-    """Options with defaults; StorageError naming the bad one and the fix."""
-    opts = dict(options)
-    if not opts.get("file"):
-        raise StorageError("no model file given", "give --file PATH (an .onnx, .pt2 or .safetensors file)")
-    path = Path(opts["file"]).expanduser()
-    if not path.is_file():
-        raise StorageError(f"model file {path} does not exist or is not a file", "give the path of a model file")
-    opts["file"] = str(path)
-    modes = opts.get("modes") or list(MODES)
-    if isinstance(modes, str):
-        modes = [m.strip() for m in modes.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in MODES]
-    if unknown or not modes:
-        raise StorageError(f"unknown read mode(s) {', '.join(unknown) or '(none given)'}",
-                           f"choose from {','.join(MODES)} (comma-separated)")
-    opts["modes"] = list(dict.fromkeys(modes))
-    opts["trust_code"] = bool(opts.get("trust_code"))
-    device = str(opts.get("device") or "cpu")
-    if device != "cpu" and not device.startswith("cuda"):
-        raise StorageError(f"unknown device {device!r}", "give --device cpu or cuda (cuda:N)")
-    opts["device"] = device
-    return opts
 
 
 def result(opts: dict[str, Any], facts: dict[str, Any], stages: list[dict[str, Any]],
