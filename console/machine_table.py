@@ -55,7 +55,7 @@ def ceiling_rows(card: dict[str, Any], keys: list[tuple[str, str, str]] | None =
         text = format_value(value, kind) if value is not None else "not available"
         if key == "storage_read_gbs" and value is not None and card.get("storage"):
             text += f" ({card['storage'].get('state', '?')})"
-            reason = card["storage"].get("reason", "")
+            reason = "; ".join(filter(None, (card["storage"].get("reason", ""), repeatability_text(spread))))
         if key == "noise_floor.spread":
             text, reason = _noise_floor(card, text, reason)
         if key.endswith("_thread_gain") and key not in card:
@@ -63,7 +63,18 @@ def ceiling_rows(card: dict[str, Any], keys: list[tuple[str, str, str]] | None =
         rows.append({"key": key, "label": label, "value": value, "text": text,
                      "spread": format_spread(spread, kind), "method": _method(card, key), "reason": reason,
                      "noise": ((spread or {}).get("note") or "") if value is not None else ""})
+        if key == "storage_read_gbs" and rows[-1]["noise"]:
+            rows[-1]["noise_label"] = _storage_noise_label(card, spread)
     return rows
+
+
+def repeatability_text(spread: dict[str, Any] | None) -> str:
+    """The storage read's repeatability in one line (issue 21 item 7): "repeatable: 95% interval ±6.1% (goal
+    ±10%) after 9 reads" — or "" when it was not (the noise note then says why) or was not repeated."""
+    if not spread or not spread.get("within_goal") or spread.get("half_width") is None:
+        return ""
+    return (f"repeatable: 95% interval ±{spread['half_width'] * 100:.1f}% (goal ±{spread['goal'] * 100:g}%) after "
+            f"{spread['n']} reads")
 
 
 def lookup(card: dict[str, Any], key: str) -> Any:
@@ -142,6 +153,16 @@ def _noise_floor(card: dict[str, Any], text: str, reason: str) -> tuple[str, str
     worst = floor.get("max_spread")
     worst_text = f", worst {worst * 100:.0f}%" if isinstance(worst, (int, float)) else ""
     return f"{text} over {floor.get('k', 3)} × {floor.get('window_s', 0):g}-s windows{worst_text}", reason
+
+
+def _storage_noise_label(card: dict[str, Any], spread: dict[str, Any] | None) -> str:
+    """The short flag under a storage figure whose interval stayed wide: the device's own variation when the card
+    measured it beyond the goal, else the plain "wider than the goal" flag."""
+    variation = (card.get("storage") or {}).get("device_variation") or {}
+    goal = (spread or {}).get("goal") or 0.0
+    if isinstance(variation.get("cv"), (int, float)) and variation["cv"] > goal:
+        return f"interval wider than ±{goal * 100:g}%: the device itself varied {variation['cv'] * 100:.0f}%"
+    return f"interval wider than ±{goal * 100:g}%: varied between reads"
 
 
 def _reason(card: dict[str, Any], key: str) -> str:

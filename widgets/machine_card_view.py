@@ -86,7 +86,7 @@ class MachineCardView(QtWidgets.QWidget):
             return item
         text = cell["text"] + (f"\n{cell['spread']}" if cell.get("spread") else "")
         if cell.get("noise"):  # repeated to the cap and still wider than the goal: the machine's noise, said so
-            text += f"\n{NOISY}"
+            text += f"\n{cell.get('noise_label') or NOISY}"  # the storage read names the device's own variation
         item = self._item(text)
         item.setToolTip("\n".join(filter(None, (cell.get("method", ""), cell.get("noise", "")))))
         return item

@@ -68,11 +68,14 @@ def median_interval(values: Sequence[float], level: float = LEVEL) -> tuple[floa
 
 def until_precise(once: Callable[[], float], minimum: int, goal: float = GOAL, max_s: float = 10.0,
                   max_repeats: int = MAX_REPEATS, on_repeat: Callable[[int], None] | None = None,
-                  clock: Callable[[], float] = time.monotonic) -> tuple[float, dict, list[float]]:
+                  clock: Callable[[], float] = time.monotonic,
+                  explain: Callable[[dict], str | None] | None = None) -> tuple[float, dict, list[float]]:
     """Call `once` at least `minimum` times, then until the median's 95% interval is within ±`goal` of it, or
     `max_s` seconds or `max_repeats` calls have passed: (median, spread, values). The spread adds "interval"
     [low, high], "level" (its coverage), "half_width" (relative), "goal", "within_goal", "stopped" ("goal",
-    "time" or "repeats"), "seconds" and "note" (why the interval is wider than the goal; None when it is not)."""
+    "time" or "repeats"), "seconds" and "note" (why the interval is wider than the goal; None when it is not).
+    `explain(spread)` may give that note from what the measurement itself saw (the storage read names the
+    device's own variation); when it returns None the note is the machine's noise, as without it."""
     if minimum < 1:
         raise ValueError(f"repeats must be at least 1, got {minimum}")
     if max_repeats < minimum:
@@ -98,7 +101,8 @@ def until_precise(once: Callable[[], float], minimum: int, goal: float = GOAL, m
     result = spread(values)
     seconds = clock() - started
     result.update(precision, goal=goal, stopped=stopped, seconds=round(seconds, 3))
-    result["note"] = None if stopped == "goal" else _note(result, goal, stopped, max_s, max_repeats)
+    explained = explain(result) if explain is not None and stopped != "goal" else None
+    result["note"] = None if stopped == "goal" else explained or _note(result, goal, stopped, max_s, max_repeats)
     return statistics.median(values), result, values
 
 
