@@ -1,0 +1,152 @@
+"""The feed benchmark's reader processes: real reads of real files, one sample at a time, into a bounded buffer.
+
+Why processes (spawned): a training loader's workers are processes, and only processes show whether the READERS'
+CPU, not the device, limits the feed (a thread's CPU would be shared with the emulated accelerators under the GIL).
+
+Hand-off without copying data: the buffer is two counting semaphores shared with the accelerators. A reader takes a
+free slot, reads one sample's bytes from its file, and releases a filled slot; an accelerator takes `batch` filled
+slots per step and gives them back as free. The bytes themselves are dropped — the emulated step stands for the
+training step — so what is measured is the storage and the read path, not a pickle pipe.
+
+Cold reads: before a file is read, its cached pages are dropped (posix_fadvise DONTNEED) and, where Linux has
+preadv(RWF_NOWAIT), checked gone — a read that would have to wait for the device proves the page is not cached
+(the same check as the machine card's storage read). Each reader reports how many files it proved cold, found
+still cached, or could not check.
+
+Only the standard library is imported here: a spawned reader starts in well under a second.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from typing import Any
+
+CHUNK = 8 * 1024 * 1024  # one read call's size at most: a 140 MB U-Net3D sample is read in 8 MiB calls
+PROBE = 4096
+NPY_MAGIC = b"\x93NUMPY"
+SLOT_POLL_S = 0.05
+
+
+# ---- Public API
+def reader_main(index: int, files: list[str], sample_bytes: int, samples_per_file: int, cold: bool,
+                check_npy: bool, free: Any, filled: Any, ready: Any, start: Any, stop: Any, failed: Any,
+                out: Any) -> None:
+    """One reader process: cycle over `files` (epochs) until `stop`, then put its statistics on `out`.
+
+    A file holds `samples_per_file` samples when that is > 0, else size // sample_bytes (at least 1); a sample is
+    an even share of the file. Errors are reported on `out` (and `failed` set) rather than raised, so the parent
+    can stop the accelerators and say which file failed.
+    """
+    stats: dict[str, Any] = {"index": index, "bytes": 0, "reads": 0, "files": 0, "proven_cold": 0,
+                             "still_cached": 0, "unverified": 0, "slot_wait_s": 0.0, "latency": [], "error": None}
+    buffer = bytearray(min(CHUNK, max(sample_bytes, PROBE)))
+    view = memoryview(buffer)
+    ready.release()
+    start.wait()
+    wall0, cpu0 = time.monotonic(), time.process_time()
+    try:
+        while not stop.is_set():
+            for path in files:
+                if not _read_file(path, sample_bytes, samples_per_file, cold, check_npy, view, free, filled, stop,
+                                  stats):
+                    break
+    except _ReadError as exc:
+        stats["error"] = str(exc)
+        failed.set()
+    finally:
+        stats["wall_s"] = time.monotonic() - wall0
+        stats["cpu_s"] = time.process_time() - cpu0
+        view.release()
+        out.put(stats)
+
+
+def drop_and_check(fd: int, size: int, attempts: int = 3) -> str:
+    """Drop a file's cached pages; "cold" (proven gone), "cached" (the drop did not take) or "unverified".
+
+    The drop is retried when a probe still finds a page: on this kernel (6.18, ext4) a file's first page was
+    now and then (about 1 file read in 50, more when others read the disk) still cached right after DONTNEED.
+    """
+    flag = getattr(os, "RWF_NOWAIT", None)
+    for _ in range(attempts):
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        if flag is None or not hasattr(os, "preadv") or size == 0:
+            return "unverified"
+        state = _probe(fd, size, flag)
+        if state != "cached":
+            break
+        time.sleep(0.001)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # a probe may have started read-ahead: drop that too
+    return state
+
+
+# ---- Private API
+class _ReadError(Exception):
+    pass
+
+
+def _probe(fd: int, size: int, flag: int) -> str:
+    """Whether pages at the start, middle and end are cached: "cached", "cold", or "unverified" (no NOWAIT)."""
+    probe = bytearray(PROBE)
+    for offset in sorted({0, size // 2 // PROBE * PROBE, max(0, size - PROBE) // PROBE * PROBE}):
+        try:
+            if os.preadv(fd, [probe], offset, flag) > 0:
+                return "cached"
+        except BlockingIOError:
+            continue  # EAGAIN: this page is not in memory
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                return "unverified"
+            raise
+    return "cold"
+
+
+def _read_file(path: str, sample_bytes: int, samples_per_file: int, cold: bool, check_npy: bool, view: memoryview,
+               free: Any, filled: Any, stop: Any, stats: dict[str, Any]) -> bool:
+    """Read one file sample by sample; False when told to stop part-way."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise _ReadError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            raise _ReadError(f"{path} is empty")
+        if cold:
+            state = drop_and_check(fd, size)
+            stats[{"cold": "proven_cold", "cached": "still_cached"}.get(state, "unverified")] += 1
+        stats["files"] += 1
+        count = samples_per_file if samples_per_file > 0 else max(1, size // max(1, sample_bytes))
+        count = min(count, size)
+        for k in range(count):
+            begin, end = k * size // count, (k + 1) * size // count
+            waited = time.monotonic()
+            while not free.acquire(timeout=SLOT_POLL_S):
+                if stop.is_set():
+                    return False
+            stats["slot_wait_s"] += time.monotonic() - waited
+            started = time.monotonic_ns()
+            _read_span(fd, path, begin, end, view, check_npy and k == 0)
+            stats["latency"].append((started, time.monotonic_ns() - started))
+            stats["bytes"] += end - begin
+            stats["reads"] += 1
+            filled.release()
+            if stop.is_set():
+                return False
+        return True
+    except OSError as exc:
+        raise _ReadError(f"{path}: read failed ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def _read_span(fd: int, path: str, begin: int, end: int, view: memoryview, check_npy: bool) -> None:
+    offset = begin
+    while offset < end:
+        got = os.preadv(fd, [view[:min(len(view), end - offset)]], offset)
+        if got <= 0:
+            raise _ReadError(f"{path} shrank while it was read (ended at byte {offset:,} of {end:,})")
+        if check_npy and offset == begin and bytes(view[:6]) != NPY_MAGIC:
+            raise _ReadError(f"{path} is not an .npy file (no \\x93NUMPY magic at its start)")
+        offset += got
