@@ -14,6 +14,7 @@ from PySide6 import QtWidgets
 from console.ui.telemetry_routes import PLOTS, feed, missing_reasons
 from engines import phases
 from widgets.live_plot import LatencyPlot, TimeSeriesPlot
+from widgets.storage_telemetry_plot import StorageTelemetryPlot
 
 
 class RunPlots(QtWidgets.QWidget):
@@ -28,13 +29,19 @@ class RunPlots(QtWidgets.QWidget):
         self.memory = TimeSeriesPlot("Memory", "memory", "GiB")
         self.power = TimeSeriesPlot("Power", "power", "W")
         self._telemetry = {"util": self.cpu, "memory": self.memory, "power": self.power}
+        # The storage strip (MB/s, IOPS, queue depth, await, page cache, NVMe temperature) shows once storage
+        # telemetry arrives; its panels are live plots like the others (one shared timer, bounded series).
+        self.storage = StorageTelemetryPlot()
+        self.storage.hide()
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         splitter = QtWidgets.QSplitter()
         splitter.setOrientation(splitter.orientation().Vertical)
         for plot in self._plots():
             splitter.addWidget(plot)
-        splitter.setSizes([400, 200, 200, 200])
+        splitter.addWidget(self.storage)
+        splitter.setSizes([400, 200, 200, 200, 260])
+        self._splitter = splitter
         layout.addWidget(splitter)
         for plot in self._plots():  # one time axis: same width, same range
             plot.plot_item.getAxis("left").setWidth(64)
@@ -49,6 +56,8 @@ class RunPlots(QtWidgets.QWidget):
         for plot in self._plots():
             plot.clear()
             plot.clear_bands()
+        self.storage.clear()
+        self.storage.hide()
 
     def handle(self, event: dict[str, Any]) -> None:
         """Route one session event to the plots (called on the GUI thread)."""
@@ -89,10 +98,14 @@ class RunPlots(QtWidgets.QWidget):
 
     def add_samples(self, rows: list[tuple]) -> None:
         feed(self._telemetry, rows, self._t0_ns)
+        if self.storage.add_rows(rows, self._t0_ns) and self.storage.isHidden():
+            self.storage.show()
 
     def refresh(self) -> None:
         for plot in self._plots():
             plot.refresh()
+        if self.storage.isVisible():
+            self.storage.refresh()
 
     # ---- Private API
     def _show_missing(self, sources: list[dict[str, Any]]) -> None:
@@ -100,6 +113,13 @@ class RunPlots(QtWidgets.QWidget):
             reasons = missing_reasons(spec, sources) if spec.key in self._telemetry else None
             if reasons:  # a short label in the plot, one reason a line on hover
                 self._telemetry[spec.key].set_unavailable("\n".join(reasons))
+        storage = next((s for s in sources if s.get("name") == "storage"), None)
+        if storage is not None:  # NVMe temperature: "not available (why)" when no controller or sensor
+            missing = storage.get("unavailable_metrics") or {}
+            shown = [m for m in storage.get("metrics") or [] if str(m.get("name", "")).endswith(".temperature")]
+            why = next((w for m, w in missing.items() if m.endswith(".temperature")), None)
+            if why and not shown:
+                self.storage.set_unavailable({"temperature": why})
 
     def _phase_boundary(self, name: str | None, t_ns: int) -> None:
         """Open a shaded band for the phase that starts (it follows live data), closing the previous one; a phase
@@ -108,8 +128,9 @@ class RunPlots(QtWidgets.QWidget):
             return
         t_s = (t_ns - self._t0_ns) / 1e9
         phase = phases.get(name)
-        for plot in self._plots():
-            if name and phase.shaded:
-                plot.add_band(t_s, None, phase.label, phase.color)
+        strip = self.storage.plots()
+        for plot in [*self._plots(), *strip]:
+            if name and phase.shaded:  # the storage strip's small panels: the colour alone, no label to crowd them
+                plot.add_band(t_s, None, "" if plot in strip else phase.label, phase.color)
             else:
                 plot.end_band(t_s)
