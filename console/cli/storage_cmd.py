@@ -133,7 +133,7 @@ def _run(args: argparse.Namespace, kind: str, module: Any, options: dict[str, An
     else:
         print(f"storage {kind} · run {run_id[:8]} · {status} · {outcome.wall_s:.1f} s")
         if outcome.result:
-            for text in _text_lines(module, outcome.result):
+            for text in text_lines_of(module, outcome.result):
                 print(f"  {text}")
     if status != "completed":
         print(f"labconsole: error: storage {kind} {status}: {cause or 'no cause given'}", file=sys.stderr)
@@ -143,8 +143,9 @@ def _run(args: argparse.Namespace, kind: str, module: Any, options: dict[str, An
     return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(status, EXIT_FAILED)
 
 
-def _text_lines(module: Any, result: dict[str, Any]) -> list[str]:
-    """The kind's own summary; its figures as they are when the kind's summary itself fails."""
+def text_lines_of(module: Any, result: dict[str, Any]) -> list[str]:
+    """The kind's own summary (its `text_lines`); its figures as they are when that fails. The Storage page
+    prints the same lines."""
     try:
         return [str(text) for text in module.text_lines(result)]
     except Exception as exc:

@@ -101,10 +101,12 @@ def summary_for(kind: str, outcome: Outcome, latency_ns: np.ndarray | None = Non
 
 
 def store_outcome(store: Any, kind: str, options: Mapping[str, Any], outcome: Outcome,
-                  tags: list[str] | None = None) -> tuple[str, str, str | None]:
+                  tags: list[str] | None = None, samples: list[tuple] | None = None) -> tuple[str, str, str | None]:
     """Keep `outcome` as a run in `store` (a HistoryStore, or a HistoryWriter: the same calls); returns
-    (run_id, final status, cause or None). A completed outcome whose result breaks the contract, says it lost
-    data, or whose latencies the history refused, is stored `failed` with the cause."""
+    (run_id, final status, cause or None). `samples`: telemetry rows (t_ns, source, metric, value, unit, method)
+    taken while it ran (the window's storage telemetry), kept with the run. A completed outcome whose result
+    breaks the contract, says it lost data, or whose latencies the history refused, is stored `failed` with the
+    cause."""
     from console.history import HistoryError
 
     status, cause = outcome.status, outcome.message or None
@@ -120,6 +122,8 @@ def store_outcome(store: Any, kind: str, options: Mapping[str, Any], outcome: Ou
     run_id = store.create_run(spec_for(kind, options, label if isinstance(label, str) and label else None))
     if tags:
         _tag(store, run_id, tags)
+    if samples:
+        store.add_samples(run_id, samples)
     if len(t_ns):
         try:
             store.add_latencies(run_id, t_ns, latency_ns)

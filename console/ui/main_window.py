@@ -149,6 +149,8 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         self.run_page.sig_stop_requested.connect(self.stop_run)
         self._attach_doctor(auto=discover_targets)
         self.sweep_page.sig_sweep_finished.connect(lambda _record: self.history_page.reload())
+        if hasattr(self.pages.get("storage"), "sig_stored"):  # a stored storage benchmark is a run too
+            self.pages["storage"].sig_stored.connect(lambda _run_id: self.history_page.reload())
         self.history_page.sig_sweep_activated.connect(self.open_sweep)
         self.history_page.sig_compare_requested.connect(self.compare_runs)
         self.history_page.sig_rerun_requested.connect(self.rerun)

@@ -91,4 +91,5 @@ PAGES: list[PageInfo] = [
     PageInfo("system", "System", _system),
     PageInfo("machine", "Machine", "console.ui.machine_page:MachinePage"),
     PageInfo("compare", "Compare", "console.ui.compare_page:ComparePage"),
+    PageInfo("storage", "Storage", "console.ui.storage_page:StoragePage"),
 ]

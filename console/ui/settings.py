@@ -78,6 +78,25 @@ class Settings:
     def save_confirm_rounds(self, rounds: int) -> None:
         self._qs.setValue("confirm/max_rounds", int(rounds))
 
+    def storage_form(self, kind: str) -> dict[str, Any]:
+        """The Storage page's form of one kind as last run ("storage/<kind>": flag → text or bool)."""
+        try:
+            values = json.loads(self._qs.value(f"storage/{kind}", "{}"))
+        except (TypeError, ValueError):
+            return {}
+        return values if isinstance(values, dict) else {}
+
+    def save_storage_form(self, kind: str, values: dict[str, Any]) -> None:
+        self._qs.setValue(f"storage/{kind}", json.dumps(values))
+
+    def storage_kind(self) -> str:
+        """The Storage page's tab last open ("" when never)."""
+        value = self._qs.value("storage/tab", "")
+        return value if isinstance(value, str) else ""
+
+    def save_storage_kind(self, kind: str) -> None:
+        self._qs.setValue("storage/tab", kind)
+
     def cluster_address(self) -> str:
         """The lab cluster (Ray head HOST:PORT) the window last joined ("" if none). The token is never stored:
         it comes from where the CLI reads it (console.cluster.auth)."""

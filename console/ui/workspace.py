@@ -17,11 +17,12 @@ if TYPE_CHECKING:
     from console.history import HistoryStore, HistoryWriter
     from console.telemetry.hub import TelemetryHub
 
-RUN, SWEEP, MACHINE, CONFIRM = "run", "sweep", "machine card", "confirmation"
-_KINDS = (RUN, SWEEP, MACHINE, CONFIRM)
+RUN, SWEEP, MACHINE, CONFIRM, STORAGE = "run", "sweep", "machine card", "confirmation", "storage benchmark"
+_KINDS = (RUN, SWEEP, MACHINE, CONFIRM, STORAGE)
 _STOP = {RUN: "let it finish (or stop it, Esc)", SWEEP: "stop it first (Stop on the Sweeps page)",
          MACHINE: "let the machine card's measurement finish (Machine page)",
-         CONFIRM: "let it finish (or Cancel it beside the verdict, Esc)"}
+         CONFIRM: "let it finish (or Cancel it beside the verdict, Esc)",
+         STORAGE: "let it finish (or Stop it on the Storage page)"}
 # (what is asked for, what is measuring) → (dialog title, why and what to do); the machine card's pairs follow.
 _REFUSALS = {
     (RUN, RUN): ("Run in progress", "A run is already in progress: stop it first (Esc)."),
@@ -37,6 +38,11 @@ _REFUSALS = {
     **{(kind, busy): (f"{busy.capitalize()} in progress", f"A {busy} is measuring: {_STOP[busy]}, so the two do "
                                                           "not disturb each other's figures.")
        for kind in _KINDS for busy in _KINDS if CONFIRM in (kind, busy) and MACHINE not in (kind, busy)},
+    # a storage benchmark reads and writes the disks a run's model and history live on, and uses the CPUs
+    **{(kind, busy): (f"{busy.capitalize()} in progress", f"A {busy} is measuring: {_STOP[busy]}, so the two do "
+                                                          "not disturb each other's figures.")
+       for kind in _KINDS for busy in _KINDS
+       if STORAGE in (kind, busy) and MACHINE not in (kind, busy) and CONFIRM not in (kind, busy)},
 }
 
 
