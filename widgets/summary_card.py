@@ -87,6 +87,13 @@ SCENARIO_FIELDS: dict[str, tuple[str, str]] = {
     "kv_cache_bytes": ("KV cache (computed)", "bytes"),
     "decode_gbs": ("Decode reads", "GB/s"),
     "decode_bandwidth_utilization": ("Decode bandwidth use", ""),
+    # generate --kv-offload: the KV cache on storage (the whole block is the scenario's kv_offload)
+    "kv_hit_rate": ("KV prefix hit rate", ""),
+    "kv_ttft_hit_ms": ("TTFT, prefix from storage", "ms"),
+    "kv_ttft_recompute_ms": ("TTFT, prefix recomputed", "ms"),
+    "kv_write_ms_p95": ("KV write p95", "ms"),
+    "kv_read_ms_p95": ("KV read p95", "ms"),
+    "kv_judgement": ("KV storage bounds", ""),
     # input-pipeline: does the model wait for data?
     "wait_fraction": ("Waiting for data", ""),
     "loader_workers": ("Loader workers", ""),

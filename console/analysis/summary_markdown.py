@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from console import reproduce
+from console.analysis import kv_offload
 from console.analysis.stability_text import noise_text, stability_line
 from console.analysis.validity_text import rules_judged
 
@@ -66,6 +67,9 @@ def run_markdown(run: Mapping[str, Any]) -> str:
         lines += [f"**{escape(str(run.get('status') or 'failed')).capitalize()}:** {escape(str(problem))}", ""]
     lines += _table(summary)
     lines += [""] + _validity(summary, spec.get("scenario") if isinstance(spec.get("scenario"), str) else None)
+    kv = kv_offload.block_of(summary)  # generate --kv-offload: the KV cache on storage and its judgement
+    if kv:
+        lines += ["", "**KV cache on storage:**"] + [f"- {escape(line)}" for line in kv_offload.lines(kv)]
     stability = stability_line(summary)  # stable / jittery machine (noise 15%), no drift / drift: … (and the noise)
     if stability:
         noise = noise_text(summary)

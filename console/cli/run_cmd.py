@@ -295,6 +295,12 @@ def _print_run(report: dict[str, Any]) -> None:
         print(f"  warning: {warning}")
     if (report.get("stability") or {}).get("line"):
         print(f"  stability    {report['stability']['line']}")
+    kv = (report.get("scenario") or {}).get("kv_offload")
+    if kv:  # generate --kv-offload: the KV cache on storage (console.analysis.kv_offload)
+        from console.analysis.kv_offload import lines
+
+        for index, line in enumerate(lines(kv)):
+            print(f"  {'kv cache' if index == 0 else '':<12} {line}")
     print(f"  {'VALID' if report['valid'] else 'INVALID'}" + ("" if report["valid"] else ":"))
     for reason in report["invalid_reasons"]:
         print(f"    - {reason['detail']}. Fix: {reason['fix']}")

@@ -11,6 +11,7 @@ import platform
 from dataclasses import dataclass, field
 from typing import Any
 
+from console.analysis import kv_offload
 from console.report.charts import charts
 from console.report.content import Report, RunView
 from console.report.finding import finding
@@ -54,6 +55,7 @@ def build(report: Report) -> list[Block]:
             blocks += [Block("heading", "What differs from A"), changed]
     blocks += storage_blocks(report, Block)
     blocks += _validity(report.runs)
+    blocks += _kv_offload(report.runs)
     if report.sweep is not None:
         blocks += [Block("heading", "Sweep points"), _sweep_points(report.runs)]
     figures = charts(report)
@@ -92,6 +94,21 @@ def _figures(views: list[RunView]) -> Block:
                      _energy(summary)])
     return Block("table", headers=headers, rows=rows,
                  emphasis=["" if view.summary.get("valid") else "bad" for view in views])
+
+
+def _kv_offload(views: list[RunView]) -> list[Block]:
+    """generate --kv-offload runs: the KV cache on storage, figure by figure, and how it was measured."""
+    blocks = []
+    for view in views:
+        block = kv_offload.block_of(view.summary)
+        if block:
+            rows = [list(row) for row in kv_offload.table_rows(block)]
+            blocks += [Block("heading", f"KV cache on storage — run {view.letter}"),
+                       Block("table", headers=["Figure", "Value"], rows=rows,
+                             emphasis=[""] * (len(rows) - 1) + [{True: "good", False: "bad"}.get(
+                                 (block.get("judgement") or {}).get("passed"), "")]),
+                       Block("note", str(block.get("method") or ""))]
+    return blocks
 
 
 def _deltas(report: Report) -> Block:
