@@ -6,7 +6,7 @@ import argparse
 import errno
 
 from console.cli.common import EXIT_OK, emit_json, error, fail, wants_json
-from console.cli.numbers import whole
+from console.cli.numbers import number, whole
 
 NAME = "make-data"
 HELP = "write deterministic sample files (one sample of a model's input each) for --scenario input-pipeline"
@@ -26,6 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="npy", choices=("npy", "f32", "bin"),
                         help="npy (numpy.save), f32 (raw float32) or bin (raw, the input's dtype); default npy")
     parser.add_argument("--seed", type=whole(0, 2**32 - 1), default=0, help="content seed (default 0)")
+    parser.add_argument("--workload", default=None, choices=("unet3d", "resnet50", "cosmoflow"),
+                        help="instead of --model/--shape: files shaped like an MLPerf Storage workload for "
+                             "`labconsole storage feed` (sizes from engines/storage/workloads.py)")
+    parser.add_argument("--files", type=whole(1, MAX_COUNT), default=None, metavar="N",
+                        help="with --workload: how many files (each holds the workload's samples per file)")
+    parser.add_argument("--scale", type=number(0, 1, low_open=True), default=1.0, metavar="F",
+                        help="with --workload: shrink each sample to this fraction, for small disks (default 1)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -34,6 +41,10 @@ def main(args: argparse.Namespace) -> int:
     from engines.inputs import InputError, parse_shape
     from engines.sample_writer import SampleRequestError, check_request, write_samples
 
+    if args.workload is not None:
+        return _workload_data(args)
+    if args.files is not None or args.scale != 1.0:
+        return fail("--files and --scale go with --workload (for --model/--shape give --count)")
     if (args.model is None) == (args.shape is None):
         return fail("give either --model NAME (a catalog model) or --shape SHAPE (one sample, batch excluded)")
     try:
@@ -58,4 +69,36 @@ def main(args: argparse.Namespace) -> int:
         shape = "x".join(map(str, written["input"]["sample_shape"]))
         print(f"wrote {written['files']} {written['format']} files ({written['bytes'] / 1e6:.1f} MB, "
               f"{written['input']['name']} {shape} {written['input']['dtype']}) to {written['dir']}")
+    return EXIT_OK
+
+
+def _workload_data(args: argparse.Namespace) -> int:
+    """`make-data --workload W --dir D --files N [--scale F]`: a feed data set (engines.storage.dataset)."""
+    from engines.storage import dataset, workloads
+    from engines.storage.errors import StorageError
+
+    if args.model is not None or args.shape is not None:
+        return fail("give --workload, or --model/--shape, not both")
+    if args.files is None:
+        return fail("--workload needs --files N (how many files to write)")
+    if args.format not in ("npy", "bin"):
+        return fail("--workload writes npy or bin files; give --format npy or --format bin")
+    workload = workloads.published(args.workload)
+    try:
+        written = dataset.write(args.dir, workload, args.files, args.scale, args.format, args.seed)
+    except StorageError as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return error(f"--dir {args.dir}: the disk filled while writing ({exc.strerror}); free some space, "
+                         "lower --files or --scale, or give a --dir on a disk with room")
+        return fail(f"--dir {args.dir}: cannot write there ({exc.strerror or exc}); choose a writable directory")
+    if wants_json(args):
+        emit_json(written)
+    else:
+        scaled = (f", samples scaled to {args.scale:g} of {workload.sample_bytes:,} bytes: the feed result will "
+                  "say its samples are smaller than the workload's" if args.scale != 1.0 else "")
+        print(f"wrote {written['files']} {args.workload} {written['format']} files of "
+              f"{written['samples_per_file']} sample(s) x {written['sample_bytes']:,} bytes "
+              f"({written['bytes'] / 1e6:,.1f} MB) to {written['dir']}{scaled}")
     return EXIT_OK

@@ -47,13 +47,14 @@ def write(directory: str | os.PathLike[str], workload: Workload, files: int, sca
         raise StorageError(f"format {fmt!r}", "choose npy or bin")
     shape = plan(workload, files, scale)
     path = Path(directory).expanduser()
-    path.mkdir(parents=True, exist_ok=True)
     per_file = shape["file_bytes"] if fmt == "npy" else shape["raw_file_bytes"]
-    free = shutil.disk_usage(path).free
+    existing = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists())
+    free = shutil.disk_usage(existing).free
     if per_file * files > free:
         raise StorageError(f"{files:,} {workload.name} files of {per_file / 1e6:,.1f} MB need "
                            f"{per_file * files / 1e9:,.2f} GB but {path} has {free / 1e9:,.2f} GB free",
                            "lower --files, shrink samples with --scale, or choose a --dir on a bigger disk")
+    path.mkdir(parents=True, exist_ok=True)
     header = _npy_header((workload.samples_per_file, shape["sample_bytes"])) if fmt == "npy" else b""
     for index in range(files):
         target = path / f"{workload.name}-{index:06d}.{fmt}"

@@ -110,7 +110,8 @@ def inspect_data(directory: str, fmt: str, workload: Workload, readers: int) -> 
     try:
         files = list_files(directory, FORMATS[fmt])
     except DataError as exc:
-        raise StorageError(str(exc).replace("--model MODEL --count N", f"--workload {workload.name} --files N"),
+        shaped = workload.name if workload.name != "custom" else "unet3d|resnet50|cosmoflow"
+        raise StorageError(str(exc).replace("--model MODEL --count N", f"--workload {shaped} --files N"),
                            "") from None
     sizes = [f.stat().st_size for f in files]
     if readers > len(files):
