@@ -44,7 +44,7 @@ def identify(path: Path, trust_code: bool) -> dict[str, Any]:
     except ModelFileError as exc:
         raise _storage_error(exc) from None
     facts = {"format": fmt, "inputs": inputs, "sha256": model_files.sha256(path), "bytes": path.stat().st_size,
-             "sandbox": None}
+             "sandbox": None, "path": str(path)}
     if fmt == "torchscript":
         from engines import sandbox
 
@@ -54,25 +54,25 @@ def identify(path: Path, trust_code: bool) -> dict[str, Any]:
 
 def deserialize(fmt: str, data: bytes | Any, facts: dict[str, Any]) -> Any:
     """The loaded object from the file's bytes (ONNX: an InferenceSession; .pt2: the exported program;
-    safetensors: a dict of tensors; TorchScript: the scripted module)."""
-    from engines.storage.coldstart_read import as_bytes
+    safetensors: a dict of tensors; TorchScript: the scripted module); a StorageError when the loader refuses."""
+    import pickle
 
-    if fmt == "onnx":
-        import onnxruntime as ort
+    from engines.model_files.common import UnsafeModelFile, first_line
 
-        return ort.InferenceSession(as_bytes(data), providers=["CPUExecutionProvider"])
-    if fmt == "safetensors":
-        from safetensors import torch as st
-
-        return st.load(as_bytes(data))
-    import torch
-
-    from engines.model_files.pt2 import no_unpickling, quiet_torch_export
-
-    if fmt == "pt2":
-        with quiet_torch_export(), no_unpickling(torch):
-            return torch.export.load(io.BytesIO(data))
-    return torch.jit.load(io.BytesIO(data), map_location="cpu")  # trusted TorchScript only (identify checked)
+    name = facts.get("path", "the model file")
+    try:
+        return _deserialize(fmt, data)
+    except StorageError:
+        raise
+    except UnsafeModelFile as exc:
+        raise _storage_error(exc) from None
+    except pickle.UnpicklingError:
+        raise StorageError(f"{name} holds a pickled object that weights-only loading refuses; refused because a "
+                           "pickle can run code", "save plain tensors as weights, constants and example inputs "
+                           "(torch.export.save from a current torch)") from None
+    except Exception as exc:  # noqa: BLE001 — a damaged or newer file: say which loader and what it said
+        raise StorageError(f"{name}: the {fmt} loader could not read it ({type(exc).__name__}: {first_line(exc)})",
+                           "export or copy the file again") from exc
 
 
 def to_device(fmt: str, loaded: Any, device: str) -> tuple[Any, float | None, str]:
@@ -142,6 +142,27 @@ def same_bytes(data: Any, facts: dict[str, Any]) -> None:
 
 
 # ---- Private API
+def _deserialize(fmt: str, data: bytes | Any) -> Any:
+    from engines.storage.coldstart_read import as_bytes
+
+    if fmt == "onnx":
+        import onnxruntime as ort
+
+        return ort.InferenceSession(as_bytes(data), providers=["CPUExecutionProvider"])
+    if fmt == "safetensors":
+        from safetensors import torch as st
+
+        return st.load(as_bytes(data))
+    import torch
+
+    from engines.model_files.pt2 import no_unpickling, quiet_torch_export
+
+    if fmt == "pt2":
+        with quiet_torch_export(), no_unpickling(torch):
+            return torch.export.load(io.BytesIO(data))
+    return torch.jit.load(io.BytesIO(data), map_location="cpu")  # trusted TorchScript only (identify checked)
+
+
 def _checked(path: Path, fmt: str, trust_code: bool) -> list[dict[str, Any]]:
     """The format's checks (reading the file, before its cache is dropped); the declared inputs."""
     from engines.model_files.onnx_model import inspect_onnx
