@@ -38,6 +38,10 @@ def configuration(spec: dict[str, Any], environment: dict[str, Any] | None = Non
     config: dict[str, Any] = {name: spec.get(name) for name in SPEC_FIELDS}
     if isinstance(config["scenario_options"], dict):
         config["scenario_options"] = {k: v for k, v in config["scenario_options"].items() if k not in LENGTH_OPTIONS}
+        if config["scenario_options"].get("kv_offload") is None:  # generate without a KV cache on storage: the
+            # kv_* options (engines.kvcache.options) mean nothing, so its runs stay the series they were before them
+            config["scenario_options"] = {k: v for k, v in config["scenario_options"].items()
+                                          if not k.startswith("kv_")}
     engine = str(spec.get("engine") or "")
     config["engine_options"] = (spec.get("engine_options") or {}).get(engine)
     if spec.get("scenario") in GENERATE_SCENARIOS:

@@ -137,3 +137,14 @@ def test_the_summary_card_lists_the_flat_kv_figures_with_captions_and_units():
     assert rows["kv_ttft_hit_ms"] == ("TTFT, prefix from storage", "2.00 ms")
     assert rows["kv_ttft_recompute_ms"][1] == "—" and rows["kv_judgement"] == ("KV storage bounds", "passed")
     assert "kv_offload" not in rows  # the whole block is for the JSON, the report and Copy as Markdown
+
+
+def test_a_generate_run_without_offload_keeps_the_fingerprint_it_had_before_the_kv_options():
+    from console.analysis.fingerprint import configuration, fingerprint
+
+    plain = RunSpec.from_dict({"model": "gpt", "scenario": "generate"}).validate().to_dict()
+    before = {**plain, "scenario_options": {}}  # what a generate run stored before the kv options existed
+    assert fingerprint(configuration(plain, hostname="h")) == fingerprint(configuration(before, hostname="h"))
+    offloaded = RunSpec.from_dict({"model": "gpt", "scenario": "generate",
+                                   "scenario_options": {"kv_offload": "ram"}}).validate().to_dict()
+    assert fingerprint(configuration(offloaded, hostname="h")) != fingerprint(configuration(plain, hostname="h"))
