@@ -65,7 +65,10 @@ def deserialize(fmt: str, data: bytes | Any, facts: dict[str, Any]) -> Any:
     except StorageError:
         raise
     except UnsafeModelFile as exc:
-        raise _storage_error(exc) from None
+        error = _storage_error(exc)
+        if name not in error.message:
+            error = StorageError(f"{name}: {error.message}", error.fix)
+        raise error from None
     except pickle.UnpicklingError:
         raise StorageError(f"{name} holds a pickled object that weights-only loading refuses; refused because a "
                            "pickle can run code", "save plain tensors as weights, constants and example inputs "
