@@ -25,6 +25,9 @@ LATENCY_KEEP of them evenly spaced, so `compare` has a latency distribution to h
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -61,7 +64,8 @@ def run(options: dict[str, Any], progress: Callable[[dict], None]) -> dict[str, 
     progress({"text": f"writing a {opts['file_size'] // MIB} MiB test file in {opts['dir']}", "fraction": 0.0})
     points: list[dict[str, Any]] = []
     latencies: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-    with TestFile(opts["dir"], opts["file_size"]) as test_file, ReaderPool(max(opts["readers"])) as pool:
+    with _terminate_as_exit(), TestFile(opts["dir"], opts["file_size"]) as test_file, \
+            ReaderPool(max(opts["readers"])) as pool:
         direct_ok, direct_why = direct_supported(test_file.path)
         if opts["direct"] == "on" and not direct_ok:
             raise StorageError(f"O_DIRECT was asked for but {direct_why} in {test_file.directory}",
@@ -144,6 +148,24 @@ def validate(options: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---- Private API
+@contextlib.contextmanager
+def _terminate_as_exit():
+    """SIGTERM (how the console stops a worker) becomes SystemExit while the sweep runs, so the test file is still
+    removed on the way out; only in the main thread, where Python lets a handler be set."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _engines(choice: str) -> list[str]:
     if choice == "both":
         return ["built-in", "fio"]
@@ -221,7 +243,8 @@ def _method(opts: dict[str, Any], engines: list[str], direct_ok: bool, direct_wh
     direct = "O_DIRECT" if direct_ok and opts["direct"] != "off" else f"buffered I/O ({direct_why or 'asked'})"
     return (f"{opts['point_seconds']:g} s per point with {used} on a {file_bytes // MIB} MiB file of random bytes, "
             f"{direct}, buffered reads dropped from the page cache first; latency is per request, submission to "
-            "completion; writes end with fsync, counted in their time.")
+            "completion; writes end with fsync, counted in their time"
+            + (" (fio's own write bandwidth leaves that fsync out)." if "fio" in engines else "."))
 
 
 def _kept_latencies(found: dict[str, dict[str, Any]], latencies: dict) -> list[list[int]]:

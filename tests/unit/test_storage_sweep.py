@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -224,4 +228,24 @@ def test_both_engines_run_the_same_points_and_report_their_agreement(tmp_path):
     assert result["engine"] == "both" and result["fio_version"].startswith("fio-")
     (ratio,) = result["agreement"]["ratios"]
     assert ratio["ratio"] > 0 and ratio["comparable"] is True
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sweep_stopped_with_sigterm_still_removes_its_file(tmp_path):
+    """The console stops a storage worker with SIGTERM (console/storage/launch.py): the file must not stay behind."""
+    code = ("from engines.storage import iosweep\n"
+            f"iosweep.run({{'dir': {str(tmp_path)!r}, 'block_sizes': [65536], 'queue_depths': [1], 'readers': [1], "
+            "'point_seconds': 30.0, 'file_size': 4 * 2 ** 20, 'engine': 'built-in'}, lambda _p: None)\n")
+    process = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parents[2])
+    try:
+        deadline = time.monotonic() + 30
+        while not list(tmp_path.iterdir()) and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert list(tmp_path.iterdir()), "the sweep never created its test file"
+        time.sleep(0.3)  # into the point
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        if process.poll() is None:
+            process.kill()
     assert list(tmp_path.iterdir()) == []
