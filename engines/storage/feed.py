@@ -6,7 +6,7 @@ drop checked before it is read). Accelerator utilization AU = compute time / wal
 accelerator and overall (the mean). With `find_max` the largest N whose AU meets the workload's threshold (90% for
 U-Net3D and ResNet-50, 70% for CosmoFlow) is searched by doubling then bisection, a short trial per N.
 
-A result passes only when the data was read cold: either every file's drop was proven (preadv RWF_NOWAIT found its
+A result passes only when the data was read cold: either every file's drop was proven (cachestat or mincore found its
 pages gone) or the data set is larger than this machine's RAM (MemTotal), so the page cache cannot hold it. Memory
 file systems (tmpfs) and --warm runs are "warm" and cannot pass. When the readers were runnable (CPU-bound) most of
 a failing trial, the result says the READERS, not the device, limited the feed, and names the lever.
@@ -43,9 +43,6 @@ from engines.storage.trial import TrialPlan, TrialResult, run_trial
 from engines.storage.workloads import Workload, from_options
 
 FORMATS = {"any": (".npy", ".bin", ".f32", ".raw"), "npy": (".npy",), "raw": (".bin", ".f32", ".raw")}
-# A file read whose first page survived three drops is rare on Linux (engines.storage.readers.drop_and_check); up to
-# this share of such reads still counts as cold, and the reason gives the count.
-STRAY_CACHED = 0.01
 MAX_LATENCIES = 50_000  # latency_ns kept with the run: every read up to this, evenly thinned beyond
 DEFAULTS = {"readers": 4, "duration_s": 5.0, "min_steps": 3, "max_accelerators": 256, "format": "any",
             "cold": True, "gpu": "h100"}
@@ -154,20 +151,18 @@ def cache_verdict(requested_cold: bool, data: Mapping[str, Any], readers: list[d
     cached = sum(r["still_cached"] for r in readers)
     unverified = sum(r["unverified"] for r in readers)
     reads = proven + cached + unverified
-    if cached and cached <= STRAY_CACHED * reads and not unverified:
-        return "cold", (f"pages dropped and proven gone before {proven} of {reads} file reads; {cached} kept a page "
-                        f"after three drops (≤ {STRAY_CACHED:.0%} of reads, counted cold)")
+    checks = ", ".join(sorted({how for r in readers for how in r.get("checks", {})} - {"none"})) or "no check"
     if cached:
         state = "mixed" if proven else "warm"
-        return state, (f"the page cache kept {cached} of {proven + cached + unverified} file reads after "
-                       "posix_fadvise(DONTNEED) (dirty pages not yet written back, or a file system that ignores "
-                       "the drop); sync and run again")
+        return state, (f"{cached} of {reads} file reads still had pages cached after three posix_fadvise(DONTNEED) "
+                       f"drops ({checks}): dirty pages not yet written back, another reader of the same files, or "
+                       "a file system that ignores the drop; sync, or use a data set larger than RAM")
     if unverified:
         if bigger:
-            return "cold", f"drop not verifiable here (no preadv RWF_NOWAIT), but {sized}"
-        return "warm", (f"the drop could not be verified (no preadv RWF_NOWAIT) on {unverified} file reads and "
-                        f"{sized}; use a data set larger than RAM")
-    return "cold", f"every file's pages were dropped and proven gone (RWF_NOWAIT) before {proven} file reads"
+            return "cold", f"the drop could not be verified here (no cachestat, mincore or RWF_NOWAIT), but {sized}"
+        return "warm", (f"the drop could not be verified (no cachestat, mincore or RWF_NOWAIT) on {unverified} file "
+                        f"reads and {sized}; use a data set larger than RAM")
+    return "cold", f"every file's pages were dropped and counted gone ({checks}) before each of {proven} file reads"
 
 
 # ---- Private API

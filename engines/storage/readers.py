@@ -8,23 +8,23 @@ free slot, reads one sample's bytes from its file, and releases a filled slot; a
 slots per step and gives them back as free. The bytes themselves are dropped — the emulated step stands for the
 training step — so what is measured is the storage and the read path, not a pickle pipe.
 
-Cold reads: before a file is read, its cached pages are dropped (posix_fadvise DONTNEED) and, where Linux has
-preadv(RWF_NOWAIT), checked gone — a read that would have to wait for the device proves the page is not cached
-(the same check as the machine card's storage read). Each reader reports how many files it proved cold, found
-still cached, or could not check.
+Cold reads: before a file is read, its cached pages are dropped (posix_fadvise DONTNEED) and counted gone with a
+check that reads nothing (engines.storage.pagecache: cachestat, else mincore). Each reader reports how many files
+it proved cold, found still cached, or could not check, and which check it used.
 
-Only the standard library is imported here: a spawned reader starts in well under a second.
+Only the standard library is imported here (and pagecache, which is ctypes): a spawned reader starts fast.
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import time
 from typing import Any
 
+from engines.storage import pagecache
+
 CHUNK = 8 * 1024 * 1024  # one read call's size at most: a 140 MB U-Net3D sample is read in 8 MiB calls
-PROBE = 4096
+PROBE = 4096  # the smallest read buffer
 NPY_MAGIC = b"\x93NUMPY"
 SLOT_POLL_S = 0.05
 
@@ -40,7 +40,7 @@ def reader_main(index: int, files: list[str], sample_bytes: int, samples_per_fil
     can stop the accelerators and say which file failed.
     """
     stats: dict[str, Any] = {"index": index, "bytes": 0, "reads": 0, "files": 0, "proven_cold": 0,
-                             "still_cached": 0, "unverified": 0, "slot_wait_s": 0.0, "latency": [], "error": None}
+                             "still_cached": 0, "unverified": 0, "slot_wait_s": 0.0, "latency": [], "error": None, "checks": {}}
     buffer = bytearray(min(CHUNK, max(sample_bytes, PROBE)))
     view = memoryview(buffer)
     ready.release()
@@ -62,44 +62,9 @@ def reader_main(index: int, files: list[str], sample_bytes: int, samples_per_fil
         out.put(stats)
 
 
-def drop_and_check(fd: int, size: int, attempts: int = 3) -> str:
-    """Drop a file's cached pages; "cold" (proven gone), "cached" (the drop did not take) or "unverified".
-
-    The drop is retried when a probe still finds a page: on this kernel (6.18, ext4) a file's first page was
-    now and then (about 1 file read in 50, more when others read the disk) still cached right after DONTNEED.
-    """
-    flag = getattr(os, "RWF_NOWAIT", None)
-    for _ in range(attempts):
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        if flag is None or not hasattr(os, "preadv") or size == 0:
-            return "unverified"
-        state = _probe(fd, size, flag)
-        if state != "cached":
-            break
-        time.sleep(0.001)
-    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # a probe may have started read-ahead: drop that too
-    return state
-
-
 # ---- Private API
 class _ReadError(Exception):
     pass
-
-
-def _probe(fd: int, size: int, flag: int) -> str:
-    """Whether pages at the start, middle and end are cached: "cached", "cold", or "unverified" (no NOWAIT)."""
-    probe = bytearray(PROBE)
-    for offset in sorted({0, size // 2 // PROBE * PROBE, max(0, size - PROBE) // PROBE * PROBE}):
-        try:
-            if os.preadv(fd, [probe], offset, flag) > 0:
-                return "cached"
-        except BlockingIOError:
-            continue  # EAGAIN: this page is not in memory
-        except OSError as exc:
-            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
-                return "unverified"
-            raise
-    return "cold"
 
 
 def _read_file(path: str, sample_bytes: int, samples_per_file: int, cold: bool, check_npy: bool, view: memoryview,
@@ -114,8 +79,9 @@ def _read_file(path: str, sample_bytes: int, samples_per_file: int, cold: bool, 
         if size == 0:
             raise _ReadError(f"{path} is empty")
         if cold:
-            state = drop_and_check(fd, size)
+            state, how = pagecache.drop_and_check(fd, size)
             stats[{"cold": "proven_cold", "cached": "still_cached"}.get(state, "unverified")] += 1
+            stats["checks"][how] = stats["checks"].get(how, 0) + 1
         stats["files"] += 1
         count = samples_per_file if samples_per_file > 0 else max(1, size // max(1, sample_bytes))
         count = min(count, size)

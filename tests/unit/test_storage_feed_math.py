@@ -105,3 +105,29 @@ def test_bad_workload_requests_name_the_fix():
         workloads.from_options({"workload": "unet3d", "batch": 3})
     assert workloads.from_options({"workload": "custom", "sample_bytes": 10, "batch": 2, "compute_ms": 5,
                                    "au_threshold_percent": 70}).au_threshold == pytest.approx(0.7)
+
+
+def test_page_cache_checks_agree_and_prove_a_drop(tmp_path):
+    import os
+
+    from engines.datafiles import can_drop_cache
+    from engines.storage import pagecache
+
+    if not can_drop_cache(tmp_path)[0]:
+        pytest.skip(f"cannot drop pages under {tmp_path}: {can_drop_cache(tmp_path)[1]}")
+    path = tmp_path / "f.bin"
+    path.write_bytes(os.urandom(1 << 20))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        while os.read(fd, 1 << 20):
+            pass
+        stat = pagecache._by_cachestat(fd)
+        resident = pagecache._by_mincore(fd, 1 << 20)
+        if stat is None and resident is None:
+            pytest.skip("neither cachestat nor mincore is available here")
+        assert {v for v in (stat, resident) if v is not None} == {256 * 4096 // pagecache.PAGE}
+        assert pagecache.drop_and_check(fd, 1 << 20)[0] == "cold"
+        assert pagecache._by_mincore(fd, 1 << 20) in (0, None)
+    finally:
+        os.close(fd)
