@@ -43,6 +43,8 @@ def storage_block(summary: dict[str, Any], card: dict[str, Any] | None) -> dict[
     verdict = storage_verdict(summary, card)
     if verdict is not None:
         block["verdict"] = verdict
+    if scenario.get("storage_bytes") is not None:  # the data the run read from storage, against measured energy
+        block["joules_per_gb"] = joules_per_gb(summary, _number(scenario.get("storage_bytes")))
     block["method"] = ("model_read: the worker's timed read of the model file (cold_start read_bytes / read_s); "
                        "data_read: bytes this process fetched from storage per second while measuring; checkpoint: "
                        "torch.save to fsync and torch.load(weights_only); each ÷ the card's sequential read ceiling")
@@ -117,7 +119,8 @@ def storage_verdict(summary: dict[str, Any], card: dict[str, Any] | None,
         "read_mb_s": read, "ceiling_mb_s": ceiling, "of_ceiling": of_ceiling,
         "device_busy_percent": tele.get("busy"), "queue_depth": tele.get("queue_depth"),
         "await_ms": tele.get("await_ms"), "read_iops": tele.get("read_iops") or facts.get("iops"),
-        "request_kib": tele.get("request_kib"), "readers": facts.get("readers"),
+        "request_kib": tele.get("request_kib"), "device_read_mb_s": tele.get("read_mb_s"),
+        "readers": facts.get("readers"),
         "reader_busy": facts.get("reader_busy"), "read_ms_per_sample": facts.get("read_ms"),
         "decode_ms_per_sample": facts.get("decode_ms"), "cache_state": facts.get("cache_state"),
         "dataset_gb": (facts.get("dataset_bytes") or 0) / 1e9 or None,
@@ -131,6 +134,10 @@ def storage_verdict(summary: dict[str, Any], card: dict[str, Any] | None,
              f"no read rate recorded ({ceiling_source})")
     sentence = (f"Input-bound ({facts['bound_text']}), fed by {name}: {where}; lever: {LEVERS_TEXT[lever]} — "
                 f"{_lever_evidence(lever, evidence)}.")
+    device_read = tele.get("read_mb_s")
+    if read and device_read and device_read > 2.0 * read:  # the device's counters count every reader, not this run
+        sentence += (f" The device read {device_read:.4g} MB/s meanwhile: other processes shared it, so its busy "
+                     "time and queue are not this run's alone.")
     return {"input_bound": True, "bound": facts["bound_text"], "device": name, "device_name": disk,
             "data_dir": facts.get("data_dir"), "read_mb_s": _round(read), "ceiling_mb_s": _round(ceiling),
             "ceiling_source": ceiling_source, "of_ceiling": _round(of_ceiling), "lever": lever,
@@ -169,8 +176,11 @@ def feed_facts(summary: dict[str, Any]) -> dict[str, Any] | None:
             "read_ms": _number(block.get("loader_read_ms_per_sample")),
             "decode_ms": _number(block.get("loader_decode_ms_per_sample")), "cache_state": block.get("cache_state"),
             "dataset_bytes": files * sample if files and sample else None, "ram_bytes": ram * 2**30 if ram else None,
-            "samples_per_s": _number(block.get("samples_per_s")), "batch": _number(block.get("batch")),
+            "samples_per_s": _number(block.get("samples_per_s")),
+            "batch": _number(block.get("batch")) or _number(summary.get("batch")),
             "sample_bytes": sample, "step_ms": step_ms,
+            "storage_bytes_per_sample": _per(block.get("storage_bytes"), block.get("samples"))
+            if block.get("cache_state") == "cold" else None,
             "compute_ms": step_ms * (1.0 - wait) if step_ms else None, "au_percent": None}
 
 
@@ -243,6 +253,8 @@ def _feed_result_facts(result: dict[str, Any]) -> dict[str, Any]:
             "dataset_bytes": _number(pick("dataset_bytes")), "ram_bytes": _number(pick("ram_bytes")),
             "samples_per_s": _number(figures.get("samples_per_s")), "batch": _number(pick("batch")),
             "sample_bytes": _number(pick("sample_bytes")), "compute_ms": compute,
+            "storage_bytes_per_sample": _per((_number(figures.get("read_mb_s")) or 0) * 1e6,
+                                             figures.get("samples_per_s")),
             "accelerators": _number(pick("accelerators")), "step_ms": None}
 
 
@@ -332,7 +344,9 @@ def _lever_evidence(lever: str, e: dict[str, Any]) -> str:
         if has("reader_busy"):
             parts.append(f"readers busy {e['reader_busy']:.0%}")
     elif lever == "more-readers":
-        if has("readers"):
+        if e.get("readers") == 0:
+            parts.append("no reader threads (each batch is read when the model asks for it)")
+        elif has("readers"):
             parts.append(f"{e['readers']} readers")
         if has("reader_busy"):
             parts.append(f"busy {e['reader_busy']:.0%} of their time")
@@ -349,6 +363,11 @@ def _lever_evidence(lever: str, e: dict[str, Any]) -> str:
     elif lever == "page-cache":
         parts.append(f"data set {e['dataset_gb']:.3g} GB, RAM {e['ram_gb']:.3g} GB, read cold")
     return ", ".join(parts) or "no device telemetry recorded for the run"
+
+
+def _per(total: Any, count: Any) -> float | None:
+    total, count = _number(total), _number(count)
+    return total / count if total and count else None
 
 
 def _round(value: Any) -> Any:

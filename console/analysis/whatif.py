@@ -228,7 +228,13 @@ def project_storage(facts: dict[str, Any], to_mb_s: float, to_label: str,
     A projection, never a measurement.
     """
     compute = _num(facts.get("compute_ms"))
-    batch, sample = _num(facts.get("batch")), _num(facts.get("sample_bytes"))
+    batch = _num(facts.get("batch"))
+    # What a sample costs the device: the bytes the run fetched from storage per sample when it read cold (pages,
+    # file metadata and read-ahead included), else the sample file's size.
+    measured_bytes = _num(facts.get("storage_bytes_per_sample"))
+    sample = measured_bytes or _num(facts.get("sample_bytes"))
+    per_sample = ("bytes fetched from storage per sample, measured cold" if measured_bytes else
+                  "the sample file's size (no cold storage bytes measured)")
     accelerators = _num(facts.get("accelerators")) or 1.0
     missing = [name for name, value in (("compute time per step", compute), ("batch", batch),
                                         ("sample bytes", sample)) if not value]
@@ -258,9 +264,14 @@ def project_storage(facts: dict[str, Any], to_mb_s: float, to_label: str,
         if measured["samples_per_s"]:
             check["error"] = (base["samples_per_s"] - measured["samples_per_s"]) / measured["samples_per_s"]
             if abs(check["error"]) > 0.25:
-                notes.append(f"on the run's own device the model is off by {check['error']:+.0%} (readers, decode "
-                             "or the page cache, not only the device's MB/s, set the measured rate): read the "
-                             "projection as the device's share of the answer")
+                notes.append(f"at {from_label} ({from_mb_s:.4g} MB/s) the model is off by {check['error']:+.0%} "
+                             "against the measured samples/s: MB/s alone does not explain this run (per-request "
+                             "latency, readers, decode or the page cache set its rate), so read the projection as "
+                             "the device bandwidth's share of the answer, not a forecast")
+    lever = facts.get("lever")
+    if lever and lever != "faster-device" and to["io_ms"] < compute:
+        notes.append(f"the measured run's storage verdict names '{lever.replace('-', ' ')}' as its lever, not the "
+                     "device's bandwidth: a faster device alone may not give this projection")
     busy = _num(facts.get("reader_busy"))
     if busy is not None and busy >= 0.8:
         notes.append(f"the readers were busy {busy:.0%} of their time: a faster device alone will not lift them; "
@@ -271,6 +282,7 @@ def project_storage(facts: dict[str, Any], to_mb_s: float, to_label: str,
             "compute_ms_per_step": compute, "bytes_per_step": step_bytes, "accelerators": accelerators,
             "bound_by": bound, "measured": measured, "model_check": check, "notes": notes,
             "method": (f"a projection, not a measurement: step = max(compute {compute:.4g} ms measured, "
-                       f"{step_bytes / 1e6:.4g} MB per step ({accelerators:g} × batch {batch:g} × {sample:g} B) ÷ "
+                       f"{step_bytes / 1e6:.4g} MB per step ({accelerators:g} × batch {batch:g} × {sample:.4g} B: "
+                       f"{per_sample}) ÷ "
                        f"{to_mb_s:.4g} MB/s of {to_label}); AU = compute ÷ step; samples/s = accelerators × batch ÷ "
                        "step; readers assumed to keep up")}

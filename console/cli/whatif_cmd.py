@@ -165,7 +165,7 @@ def _print(report: dict[str, Any]) -> None:
 
 def _storage_projection(store, run, onto: str) -> tuple[dict[str, Any], str]:
     """--storage-onto: (report, "") or ({}, the problem and its fix)."""
-    from console.analysis.storage import feed_facts
+    from console.analysis.storage import feed_facts, storage_verdict
     from console.analysis.whatif import project_storage
 
     summary = run.get("summary") or {}
@@ -192,6 +192,8 @@ def _storage_projection(store, run, onto: str) -> tuple[dict[str, Any], str]:
         to_label = f"{card.get('host')}'s {(card.get('storage') or {}).get('dir') or 'storage'} (card {str(card['card_id'])[:8]})"
     host = store.hostname_of(run)
     own = store.machine_cards(hostname=host, target=run.get("target"), latest_only=True)
+    verdict = storage_verdict(summary, own[0] if own else None)
+    facts["lever"] = verdict["lever"] if verdict else None
     from_gbs = (own[0].get("storage_read_gbs") if own else None)
     from_mb_s = from_gbs * 1e3 if isinstance(from_gbs, (int, float)) and from_gbs > 0 else None
     try:
@@ -203,15 +205,15 @@ def _storage_projection(store, run, onto: str) -> tuple[dict[str, Any], str]:
 
 
 def _print_storage(report: dict[str, Any]) -> None:
-    print(f"storage what-if for run {report['run_id'][:8]} onto {report['onto']} ({fmt(report['onto_mb_s'])} MB/s)")
+    print(f"storage what-if for run {report['run_id'][:8]} onto {report['onto']} ({report['onto_mb_s']:.6g} MB/s)")
     measured = report.get("measured") or {}
     print(f"  measured:  AU {fmt(measured.get('au_percent'))}%, {fmt(measured.get('samples_per_s'), 4)} samples/s")
     print(f"  projected: AU {fmt(report['au_percent'])}%, {fmt(report['samples_per_s'], 4)} samples/s, step "
           f"{fmt(report['step_ms'])} ms bound by {report['bound_by']} — a projection, not a measurement")
     check = report.get("model_check")
     if check and check.get("error") is not None:
-        print(f"  model check on the run's own device ({fmt(check['mb_s'])} MB/s): {check['error']:+.0%} against "
-              "the measured samples/s")
+        print(f"  model check at {check['device']} ({check['mb_s']:.4g} MB/s): {check['error']:+.0%} against the "
+              "measured samples/s")
     print(f"  method: {report['method']}")
     for note in report.get("notes") or []:
         print(f"  note: {note}")

@@ -118,6 +118,8 @@ def test_joules_per_gb_only_from_measured_energy():
     estimated = {"energy": {"scopes": [{"scope": "cpu", "method": "estimated", "joules": 50.0}]}}
     assert joules_per_gb(estimated, 10e9)["value"] is None and "estimated" in joules_per_gb(estimated, 1e9)["reason"]
     assert joules_per_gb({}, 1e9)["value"] is None and joules_per_gb(measured, 0)["value"] is None
+    summary = {**measured, "scenario": {"disk_read_mb_s": 100.0, "storage_bytes": 5e9}}
+    assert storage_block(summary, CARD)["joules_per_gb"]["value"] == pytest.approx(10.0)
 
 
 def test_the_best_stored_sweep_is_found_by_device(tmp_path):

@@ -86,3 +86,13 @@ def test_a_feed_result_with_several_accelerators_shares_the_device():
     assert got["au_percent"] == pytest.approx(50.0) and got["samples_per_s"] == pytest.approx(1600.0)
     with pytest.raises(ValueError, match="sample bytes"):
         project_storage({"compute_ms": 1.0, "batch": 1}, 100.0, "x")
+
+
+def test_the_bytes_a_sample_cost_the_device_and_the_verdicts_lever_are_used():
+    facts = {"compute_ms": 100.0, "batch": 256, "sample_bytes": 2176, "storage_bytes_per_sample": 4096,
+             "lever": "more-readers"}
+    slow = project_storage(facts, 2.0, "a slow disk")
+    assert slow["bytes_per_step"] == 256 * 4096 and "measured cold" in slow["method"]
+    assert slow["au_percent"] == pytest.approx(100.0 * 100.0 / (256 * 4096 / 2e6 * 1e3))
+    fast = project_storage(facts, 2000.0, "a fast disk")
+    assert fast["au_percent"] == pytest.approx(100.0) and "'more readers' as its lever" in fast["notes"][0]
