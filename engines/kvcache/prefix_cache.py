@@ -55,10 +55,12 @@ class PromptDraw:
         self._random = random.Random(seed)
         self._prefixes: list[list[int]] = []
         self.repeats = 0
+        self.last_repeated = False
 
     def next(self) -> list[int]:
         draw = self._random
-        if self._prefixes and draw.random() < self.repeat_rate:
+        self.last_repeated = bool(self._prefixes) and draw.random() < self.repeat_rate
+        if self.last_repeated:
             prefix = self._prefixes[draw.randrange(len(self._prefixes))]
             self.repeats += 1
         else:

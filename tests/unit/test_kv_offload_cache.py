@@ -34,7 +34,7 @@ def test_prompt_draw_is_seeded_and_repeats_at_its_rate():
     none, _ = prompts(0.0, count=50)
     assert len({tuple(p[:16]) for p in none}) == 50
     every, draw = prompts(1.0, count=50)
-    assert {tuple(p[:16]) for p in every} == {tuple(every[0][:16])} and draw.repeats == 49
+    assert {tuple(p[:16]) for p in every} == {tuple(every[0][:16])} and draw.repeats == 49 and draw.last_repeated
     with pytest.raises(ValueError, match="shared_tokens"):
         PromptDraw(vocab=10, prompt_tokens=8, shared_tokens=8, repeat_rate=0.5, seed=0)
 
