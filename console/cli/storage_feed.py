@@ -87,6 +87,9 @@ def text_lines(result: dict[str, Any]) -> list[str]:
     lines.append(f"  workload: {wl.get('name')} — {_bytes(wl.get('sample_bytes'))} samples, "
                  f"{wl.get('samples_per_file')} per file, batch {wl.get('batch')}, "
                  f"{(wl.get('compute_s') or 0) * 1e3:g} ms compute per step, AU ≥ {fig.get('au_threshold_percent'):g}%")
+    data = result.get("data_set") or {}
+    if data.get("scaled"):
+        lines.append(f"    data: {_bytes(data.get('mean_sample_bytes'))} samples (a scaled data set: AU is for these)")
     lines.append(f"    source: {wl.get('source')}")
     search = result.get("find_max")
     if search:
@@ -96,7 +99,7 @@ def text_lines(result: dict[str, Any]) -> list[str]:
     lines.append(f"  AU {_pct(fig.get('au_percent'))} with {result.get('accelerators')} accelerator(s) "
                  f"(per accelerator: {per}; first step excluded)")
     lines.append(f"  {_num(fig.get('samples_per_s'))} samples/s, {_num(fig.get('read_mb_s'))} MB/s read by "
-                 f"{result.get('readers')} reader(s), busy {_pct(fig.get('reader_busy_percent'))}")
+                 f"{result.get('readers')} reader(s), readers runnable {_pct(fig.get('reader_busy_percent'))} of the time")
     lat = result.get("read_latency_ms") or {}
     lines.append("  read latency per sample: " + ", ".join(
         f"{k} {'not available' if lat.get(k) is None else format(lat[k], '.2f') + ' ms'}" for k in ("p50", "p90", "p99"))
@@ -123,4 +126,4 @@ def _num(value: Any) -> str:
 def _bytes(value: Any) -> str:
     if value is None:
         return "?"
-    return f"{value / 1e6:,.3f} MB" if value >= 1e5 else f"{value:,} B"
+    return f"{value / 1e6:,.3f} MB" if value >= 1e5 else f"{value:,.0f} B"

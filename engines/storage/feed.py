@@ -263,7 +263,7 @@ def _lever(limit: str, readers: int, data: Mapping[str, Any]) -> str:
         fs = data.get("filesystem") or "its file system"
         return (f"the device behind {data['dir']} ({fs}) limits the feed: a faster device, the page cache, or "
                 f"more reads in flight (--readers, {readers} now) if it is not yet at its throughput ceiling")
-    return "none: the storage kept the accelerators at the threshold"
+    return "the storage kept the accelerators at the threshold: nothing to change"
 
 
 def _trial_for(trials: list[TrialResult], n: int) -> TrialResult:
