@@ -39,7 +39,8 @@ def measure(options: dict[str, Any], folder: Path, ranks: int, rank_bytes: int) 
                            "does not carry", "run it from a pip install of Lab Console, or choose "
                            "--formats torch,safetensors")
     job = folder / "dcp-job.json"
-    job.write_text(json.dumps({"options": _rank_options(options), "world": ranks, "folder": str(folder)}))
+    job.write_text(json.dumps({"options": _rank_options(options), "world": ranks, "folder": str(folder),
+                               "parent": os.getpid()}))
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
                OMP_NUM_THREADS="1")
@@ -71,20 +72,22 @@ def _rank_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _wait(procs: list[subprocess.Popen], timeout: float, folder: Path) -> str:
-    """'' when every rank exited 0; else what failed (a rank's last stderr lines). Stragglers are killed."""
+    """'' when every rank exited 0; else what failed first (its last stderr lines). A rank that fails stops the
+    others at once (they would wait for it at a barrier until gloo's own half-hour timeout)."""
     deadline = time.monotonic() + timeout
-    failed = ""
     try:
-        for rank, proc in enumerate(procs):
-            try:
-                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                return f"rank {rank} did not finish within {timeout:.0f} s"
-            if proc.returncode != 0 and not failed:
-                err = (folder / f"rank{rank}.err").read_bytes()
-                tail = err.decode(errors="replace").strip().splitlines()[-3:]
-                failed = f"rank {rank} exited with {proc.returncode}: {' | '.join(tail) or 'no message'}"
-        return failed
+        while True:
+            codes = [proc.poll() for proc in procs]
+            for rank, code in enumerate(codes):
+                if code not in (None, 0):
+                    err = (folder / f"rank{rank}.err").read_bytes()
+                    tail = err.decode(errors="replace").strip().splitlines()[-3:]
+                    return f"rank {rank} exited with {code}: {' | '.join(tail) or 'no message'}"
+            if all(code == 0 for code in codes):
+                return ""
+            if time.monotonic() > deadline:
+                return f"the ranks did not finish within {timeout:.0f} s"
+            time.sleep(0.05)
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -100,6 +103,7 @@ def _rank_main(job_path: str, rank: int) -> None:
     from engines.storage import checkpoint_state, coldfiles
 
     job = json.loads(Path(job_path).read_text())
+    _die_with_parent(job["parent"])
     folder = Path(job["folder"])
     target = folder / "dcp"
     torch.set_num_threads(1)
@@ -127,6 +131,21 @@ def _rank_main(job_path: str, rank: int) -> None:
         dist.barrier()
     finally:
         dist.destroy_process_group()
+
+
+
+def _die_with_parent(parent: int) -> None:
+    """A rank outlives no benchmark: killed with it (Linux PR_SET_PDEATHSIG), or gone if it is already gone."""
+    import ctypes
+    import signal
+
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        sys.exit(3)
 
 
 if __name__ == "__main__":

@@ -168,3 +168,20 @@ def test_cli_summary_names_each_format_and_the_training_cost(tmp_path):
     text = "\n".join(cli.text_lines(result))
     assert "safetensors" in text and "of training time lost" in text and "projected, not measured" in text
     assert "scaled:" in text and "method:" in text
+
+
+def test_a_failing_dcp_rank_stops_the_others_at_once(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from engines.storage import checkpoint_dcp
+
+    with open(tmp_path / "rank0.err", "wb") as err:
+        failing = subprocess.Popen([sys.executable, "-c", "import sys; sys.stderr.write('no gloo here'); sys.exit(2)"],
+                                   stderr=err)
+    waiting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    started = time.monotonic()
+    message = checkpoint_dcp._wait([failing, waiting], 60, tmp_path)
+    assert "rank 0 exited with 2: no gloo here" in message
+    assert waiting.poll() is not None and time.monotonic() - started < 30
