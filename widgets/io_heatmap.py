@@ -117,7 +117,9 @@ class IoHeatmap(QtWidgets.QWidget):
                     color = theme.qcolor(theme.PANEL)
                 rect = QtWidgets.QGraphicsRectItem(col, row, 1, 1)
                 rect.setBrush(QtGui.QBrush(color))
-                rect.setPen(QtGui.QPen(theme.qcolor(theme.BACKGROUND), 0.04))
+                border = QtGui.QPen(theme.qcolor(theme.BACKGROUND), 2)
+                border.setCosmetic(True)
+                rect.setPen(border)
                 item.addItem(rect)
                 text_color = "#111111" if math.isfinite(value) and share > 0.55 else "#f5f5f5"
                 if not math.isfinite(value):
@@ -131,7 +133,8 @@ class IoHeatmap(QtWidgets.QWidget):
         if knee.get("x") in xs and knee.get("y") in ys:
             col, row = xs.index(knee["x"]), ys.index(knee["y"])
             self.knee_item = QtWidgets.QGraphicsRectItem(col + 0.03, row + 0.03, 0.94, 0.94)
-            pen = QtGui.QPen(QtGui.QColor(KNEE_COLOR), 0.08)
+            pen = QtGui.QPen(QtGui.QColor(KNEE_COLOR), 4)
+            pen.setCosmetic(True)  # 4 pixels whatever the cell's size
             self.knee_item.setPen(pen)
             self.knee_item.setBrush(QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush))
             item.addItem(self.knee_item)

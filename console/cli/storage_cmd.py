@@ -190,6 +190,4 @@ def _add_shared(parser: argparse.ArgumentParser) -> None:
 def _description(kind: str, module: Any, problem: str | None) -> str:
     if module is None:
         return f"{KIND_HELP.get(kind, kind)}. Not available in this build: {problem}."
-    doc = (module.__doc__ or "").strip().split("\n\n")[0]
-    return doc or KIND_HELP.get(kind, kind)
-
+    return f"{KIND_HELP.get(kind, kind)}. The run is kept in the history as scenario storage-{kind}."

@@ -53,7 +53,7 @@ def feed_chart(result: dict[str, Any]) -> dict[str, Any]:
         notes.append(f"data set {result['cache_state']}: this result cannot pass")
     return {"series": series, "threshold": threshold * scale if _finite(threshold) else None,
             "max_passing": search.get("max_passing"), "per_accelerator": per_points,
-            "workload": result.get("workload"), "note": "; ".join(notes)}
+            "workload": _workload_name(result.get("workload")), "note": "; ".join(notes)}
 
 
 def sweep_chart(result: dict[str, Any]) -> dict[str, Any]:
@@ -102,11 +102,16 @@ def coldstart_chart(result: dict[str, Any]) -> dict[str, Any]:
     categories = [str(stage.get("mode")) for stage in stages]
     segments = [[label, [_value(stage.get(key)) for stage in stages]] for key, label in COLDSTART_STAGES]
     totals = [sum(v for _, values in segments for v in [values[i]] if v is not None) for i in range(len(stages))]
-    missing = [f"{categories[i]} {label}" for label, values in segments for i, v in enumerate(values) if v is None]
+    why: dict[str, list[str]] = {}  # the kind's own reason for a stage it did not time, with the modes it covers
+    for key, label in COLDSTART_STAGES:
+        for i, stage in enumerate(stages):
+            if _value(stage.get(key)) is None:
+                reason = stage.get(key.removesuffix("_s") + "_note") or "not measured"
+                why.setdefault(f"{label}: {reason}", []).append(categories[i])
     warm = [categories[i] for i, stage in enumerate(stages) if stage.get("cache_state") in ("warm", "mixed")]
     notes = []
-    if missing:
-        notes.append("not measured (left out, not 0): " + ", ".join(missing))
+    if why:
+        notes.append("left out (not 0) — " + "; ".join(f"{text} ({', '.join(modes)})" for text, modes in why.items()))
     if warm:
         notes.append("read warm (page cache): " + ", ".join(warm))
     return {"layout": "stacked", "categories": categories, "segments": segments,
@@ -133,6 +138,13 @@ def _finite(value: Any) -> bool:
 
 def _value(value: Any) -> float | None:
     return float(value) if _finite(value) else None
+
+
+def _workload_name(workload: Any) -> str | None:
+    if isinstance(workload, dict):
+        name, gpu = workload.get("name"), workload.get("gpu") or workload.get("accelerator")
+        return f"{name} ({gpu})" if name and isinstance(gpu, str) else (str(name) if name else None)
+    return str(workload) if workload else None
 
 
 def _rate(value: Any) -> str:

@@ -16,7 +16,8 @@ from typing import Any
 from PySide6 import QtWidgets
 
 SHARED_DESTS = {"help", "json", "db", "tag", "timeout"}  # added by storage_cmd for every kind: not the form's
-_PATH_WORDS = ("dir", "path", "file", "folder")
+_PATH_WORDS = ("dir", "path", "file", "folder")  # a dest ending so names a path: a Choose… button
+DEFAULT_CHOICE = "(default)"  # a choice flag given no default: leave it out, the kind decides
 
 
 class FormError(ValueError):
@@ -87,7 +88,8 @@ class StorageForm(QtWidgets.QWidget):
                     args.append(name)
                 continue
             text = editor.currentText() if isinstance(editor, QtWidgets.QComboBox) else editor.text().strip()
-            if text == "" or (isinstance(editor, QtWidgets.QComboBox) and text == _default_text(action)):
+            if text in ("", DEFAULT_CHOICE) or (isinstance(editor, QtWidgets.QComboBox)
+                                                and text == _default_text(action)):
                 continue
             parts = text.split() if action.nargs in ("+", "*") or isinstance(action.nargs, int) else [text]
             if not action.option_strings:
@@ -122,7 +124,7 @@ class StorageForm(QtWidgets.QWidget):
             return box, box
         if action.choices:
             combo = QtWidgets.QComboBox()
-            default = _default_text(action)
+            default = _default_text(action) or DEFAULT_CHOICE
             items = [str(choice) for choice in action.choices]
             if default not in items:
                 items.insert(0, default)
@@ -135,7 +137,7 @@ class StorageForm(QtWidgets.QWidget):
         default = _default_text(action)
         line.setPlaceholderText(f"default: {default}" if default else (action.metavar or "") if
                                 isinstance(action.metavar, str) else "")
-        if not any(word in action.dest.lower() for word in _PATH_WORDS):
+        if not action.dest.lower().endswith(_PATH_WORDS):
             return line, line
         holder = QtWidgets.QWidget()
         row = QtWidgets.QHBoxLayout(holder)

@@ -90,34 +90,54 @@ class KindTab(QtWidgets.QWidget):
         self.progress_text.setWordWrap(True)
         left.addWidget(self.progress)
         left.addWidget(self.progress_text)
-        self.summary = QtWidgets.QPlainTextEdit()
-        self.summary.setReadOnly(True)
-        self.summary.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
-        self.summary.setPlaceholderText("The benchmark's summary appears here.")
-        self.summary.setMinimumHeight(120)
-        left.addWidget(self.summary, 1)
+        left.addStretch(0)
         self.source = QtWidgets.QLabel("")
         self.source.setWordWrap(True)
         self.source.setStyleSheet(f"color: {theme.MUTED};")
         left.addWidget(self.source)
+        self.summary = QtWidgets.QPlainTextEdit()
+        self.summary.setReadOnly(True)
+        self.summary.setLineWrapMode(QtWidgets.QPlainTextEdit.LineWrapMode.NoWrap)  # the kinds print tables
+        self.summary.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
+        self.summary.setPlaceholderText("The benchmark's summary appears here.")
         self.chart = _chart_for(kind)
-        right = QtWidgets.QVBoxLayout()
-        right.addWidget(self.chart, 3)
+        right = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        right.addWidget(self.chart)
+        right.addWidget(self.summary)
         self.telemetry = _telemetry_plot()
         if self.telemetry is not None:
-            right.addWidget(self.telemetry, 2)
-        left_box, right_box = QtWidgets.QWidget(), QtWidgets.QWidget()
+            right.addWidget(self.telemetry)
+            self.telemetry.setVisible(False)  # shown once storage telemetry arrives (none in a bare VM's hub)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
+        right.setStretchFactor(2, 2)
+        right.setChildrenCollapsible(False)
+        left_box = QtWidgets.QWidget()
         left_box.setLayout(left)
-        right_box.setLayout(right)
+        left_box.setMinimumWidth(380)
+        left_box.setMaximumWidth(520)
         split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         split.addWidget(left_box)
-        split.addWidget(right_box)
-        split.setStretchFactor(0, 2)
-        split.setStretchFactor(1, 3)
+        split.addWidget(right)
+        split.setStretchFactor(0, 0)
+        split.setStretchFactor(1, 1)
         split.setChildrenCollapsible(False)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(split)
+
+    def add_telemetry(self, rows: list[tuple], t0_ns: int) -> None:
+        """Storage telemetry rows onto the strip (shown once it has some)."""
+        if self.telemetry is None or not rows:
+            return
+        self.telemetry.add_rows(rows, t0_ns)
+        if self.telemetry.has_data() and not self.telemetry.isVisible():
+            self.telemetry.setVisible(True)
+
+    def clear_telemetry(self) -> None:
+        if self.telemetry is not None:
+            self.telemetry.clear()
+            self.telemetry.setVisible(False)
 
     def set_running(self, running: bool) -> None:
         self.run_button.setEnabled(not running and self.form is not None)
@@ -245,13 +265,13 @@ class StoragePage(QtWidgets.QWidget):
 
     def _show_stored_telemetry(self, tab: KindTab, store: Any, run_id: str) -> None:
         """The storage telemetry stored with a run, on its own clock (nothing when none was kept)."""
+        tab.clear_telemetry()
         if tab.telemetry is None:
             return
-        tab.telemetry.clear()
         rows = [(row["t_ns"], row["source"], row["metric"], row["value"], row["unit"], row["method"])
                 for row in store.samples(run_id) if row.get("source") == "storage" and row.get("value") is not None]
         if rows:
-            tab.telemetry.add_rows(rows, min(row[0] for row in rows))
+            tab.add_telemetry(rows, min(row[0] for row in rows))
 
     def run_kind(self, kind: str | None = None) -> bool:
         """Start `kind`'s benchmark (default: the open tab's); False, with the reason shown, when it cannot."""
@@ -271,8 +291,7 @@ class StoragePage(QtWidgets.QWidget):
             return False
         self._settings.save_storage_form(kind, tab.form.values())
         self._running, self._started, self._t0_ns = kind, time.monotonic(), time.monotonic_ns()
-        if tab.telemetry is not None:
-            tab.telemetry.clear()
+        tab.clear_telemetry()
         self._cancel = threading.Event()
         with self._samples_lock:
             self._samples = []
@@ -332,8 +351,8 @@ class StoragePage(QtWidgets.QWidget):
 
     def _draw_samples(self, rows: list[tuple]) -> None:
         tab = self.kind_tabs.get(self._running or "")
-        if tab is not None and tab.telemetry is not None:
-            tab.telemetry.add_rows(rows, self._t0_ns)
+        if tab is not None:
+            tab.add_telemetry(rows, self._t0_ns)
 
     def _progress(self, kind: str, update: dict[str, Any]) -> None:
         if self._running == kind:

@@ -220,7 +220,7 @@ def test_bars_leave_out_what_was_not_measured_and_say_so():
 
     cold = charts.coldstart_chart(DETAIL["coldstart"])
     assert cold["categories"] == ["mmap", "buffered", "direct"] and cold["layout"] == "stacked"
-    assert dict(cold["segments"])["to device"] == [None, None, None] and "mmap to device" in cold["note"]
+    assert dict(cold["segments"])["to device"] == [None, None, None] and "to device: not measured (mmap, buffered, direct)" in cold["note"]
     assert cold["labels"] == [["0.28 s", "0.53 s", "0.73 s"]]
     saved = charts.checkpoint_chart(DETAIL["checkpoint"])
     assert dict(saved["segments"])["load"] == [1.2, 0.6, None] and "dcp load" in saved["note"]
