@@ -1,5 +1,6 @@
 """The built-in I/O reader of the sweep: one point = block size × queue depth × readers, read or write,
-sequential or random, for a fixed wall-clock duration.
+sequential or random, for a fixed wall-clock duration (each thread stops after its first request that completes past
+the deadline, so a thread that started late still counts; the point's time runs to the last completion).
 
 How a point is driven (the same shape fio's libaio engine gives with iodepth=QD, numjobs=R):
 - readers are processes (spawned once per sweep and reused), each with its own region of the test file
@@ -279,13 +280,12 @@ def _run_reader(task: dict[str, Any]) -> dict[str, Any]:
             now = time.monotonic_ns
             while now() < start_at:
                 time.sleep(0.001)
-            while True:
+            ended = 0
+            while ended < deadline:  # every thread issues at least one request, even one that started late
                 position = next_sequential() if sequential else offset + rng.randrange(blocks) * block
                 if not read:
                     buffer[:8] = struct.pack("<Q", (slot << 48) ^ ops ^ position)
                 began = now()
-                if began >= deadline:
-                    break
                 got = call(fd, [buffer], position)
                 ended = now()
                 starts.append(began)

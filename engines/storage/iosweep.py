@@ -88,7 +88,7 @@ def run(options: dict[str, Any], progress: Callable[[dict], None]) -> dict[str, 
                     measured = _summarise(raw)
                     latencies[(rw, pattern, block, qd, readers)] = (np.frombuffer(raw["start_ns"], np.int64),
                                                                     np.frombuffer(raw["latency_ns"], np.int64))
-                if cache == "cold" and not direct and measured["bytes"] > test_file.size // readers:
+                if cache == "cold" and not direct and measured["bytes"] > test_file.size:
                     cache, note = "mixed", (f"{note}; the point read past its region's end and re-read pages it "
                                             "had just cached (lengthen the file or shorten the point)")
                 points.append({"rw": rw, "pattern": pattern, "block_bytes": block, "queue_depth": qd,

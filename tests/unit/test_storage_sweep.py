@@ -249,3 +249,19 @@ def test_a_sweep_stopped_with_sigterm_still_removes_its_file(tmp_path):
         if process.poll() is None:
             process.kill()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_buffered_read_that_wraps_past_the_file_is_labelled_mixed(tmp_path, monkeypatch):
+    from array import array
+
+    def measured(_pool, path, file_size, *_args):
+        return {"bytes": 3 * file_size, "ops": 3, "seconds": 0.02, "mb_s": 3 * file_size / 0.02e6, "iops": 150.0,
+                "start_ns": array("q", [1, 2, 3]), "latency_ns": array("q", [10, 20, 30])}
+
+    monkeypatch.setattr(ioreader.ReaderPool, "measure", measured)
+    monkeypatch.setattr(iosweep, "prepare_cache", lambda *_args: ("cold", "dropped from the page cache"))
+    result = iosweep.run({"dir": str(tmp_path), **TINY, "direct": "off", "rw": "read", "pattern": "seq",
+                          "block_sizes": [65536], "queue_depths": [1]}, lambda _p: None)
+    (only,) = result["points"]
+    assert only["cache"] == "mixed" and "read past its region's end" in only["cache_note"]
+    assert result["cache_state"] == "mixed" and "page cache" in result["status_reason"]
