@@ -34,11 +34,13 @@ def add_findings(summary: dict[str, Any], spec: dict[str, Any], profile: dict[st
 
 def card_of_this_host(db_path: Any, target: str) -> dict[str, Any] | None:
     """This host's newest stored card for `target` (a short read of the history), None when there is none."""
-    from console.analysis.storage import stored_card
+    from console.analysis.storage import stored_card, stored_sweep
     from console.history import HistoryError, open_reader
 
     try:
         with open_reader(db_path) as store:
-            return stored_card(store, target)
+            card = stored_card(store, target)
+            sweep = stored_sweep(store) if card is not None else None  # a storage verdict's ceiling, when stored
+            return {**card, "storage_sweep": sweep} if card is not None and sweep else card
     except HistoryError:
         return None

@@ -113,6 +113,9 @@ def storage_verdict(summary: dict[str, Any], card: dict[str, Any] | None,
     disk = device.get("disk")
     tele = _device_telemetry(summary.get("telemetry") or {}, disk)
     read = facts.get("read_mb_s") or tele.get("read_mb_s")
+    sweep = (card or {}).get("storage_sweep") or {}  # attached by findings.card_of_this_host when one is stored
+    if sweep_best_mb_s is None and sweep.get("disk") in (None, disk):
+        sweep_best_mb_s, sweep_label = _number(sweep.get("best_read_mb_s")), str(sweep.get("label") or "")
     ceiling, ceiling_source = _ceiling(card, device, sweep_best_mb_s, sweep_label)
     of_ceiling = read / ceiling if read and ceiling else None
     evidence: dict[str, Any] = {k: _round(v) for k, v in {
@@ -194,6 +197,12 @@ def block_label(device: dict[str, Any]) -> str:
 def stored_sweep_best(store: Any, disk: str | None = None) -> tuple[float | None, str]:
     """The best read MB/s of the newest stored I/O sweep (a `storage-sweep` run) on `disk` (any when None), and
     which run it is; (None, "") when the history holds none. Read only."""
+    found = stored_sweep(store, disk)
+    return (found["best_read_mb_s"], found["label"]) if found else (None, "")
+
+
+def stored_sweep(store: Any, disk: str | None = None) -> dict[str, Any] | None:
+    """{best_read_mb_s, label, disk} of the newest stored I/O sweep on `disk` (any when None); None when none."""
     for run in store.list_runs(limit=500):
         spec, summary = run.get("spec") or {}, run.get("summary") or {}
         if spec.get("scenario") != "storage-sweep" or run.get("status") != "completed":
@@ -205,8 +214,9 @@ def stored_sweep_best(store: Any, disk: str | None = None) -> tuple[float | None
         figures = result.get("figures") or {}
         best = [v for k, v in figures.items() if "read" in k and k.endswith("mb_s") and _number(v)]
         if best:
-            return max(best), f"I/O sweep run {str(run.get('run_id'))[:8]}'s best read"
-    return None, ""
+            return {"best_read_mb_s": max(best), "label": f"I/O sweep run {str(run.get('run_id'))[:8]}'s best read",
+                    "disk": where}
+    return None
 
 
 def joules_per_gb(summary: dict[str, Any], bytes_moved: float | None) -> dict[str, Any]:

@@ -132,3 +132,28 @@ def test_the_best_stored_sweep_is_found_by_device(tmp_path):
         best, label = stored_sweep_best(store, "nvme0n1")
         assert best == 2400.0 and run_id[:8] in label
         assert stored_sweep_best(store, "sda") == (None, "")
+
+
+def test_a_sweep_attached_to_the_card_is_the_ceiling_on_its_own_device():
+    summary = pipeline(read_mb_s=500.0)
+    card = {**CARD, "storage_sweep": {"best_read_mb_s": 2500.0, "label": "I/O sweep run 1234abcd's best read",
+                                      "disk": "nvme0n1"}}
+    v = storage_verdict(summary, card)
+    assert v["ceiling_mb_s"] == 2500.0 and "1234abcd" in v["ceiling_source"]
+    elsewhere = {**card, "storage_sweep": {**card["storage_sweep"], "disk": "sdb"}}
+    assert storage_verdict(summary, elsewhere)["ceiling_mb_s"] == 2000.0  # the card's read, not another disk's sweep
+
+
+def test_this_hosts_card_carries_the_stored_sweep(tmp_path):
+    import socket
+
+    from console.analysis.findings import card_of_this_host
+
+    with HistoryStore(tmp_path / "h.db") as store:
+        store.add_machine_card({**CARD, "host": socket.gethostname(), "measured_at": "2026-12-01T00:00:00Z"})
+        assert "storage_sweep" not in card_of_this_host(tmp_path / "h.db", "cpu")
+        run_id = store.create_run({"model": "storage", "engine": "storage", "scenario": "storage-sweep",
+                                   "target": "cpu"})
+        store.finish_run(run_id, "completed", {"kind": "sweep", "figures": {"seq_read_best_mb_s": 1900.0}})
+    card = card_of_this_host(tmp_path / "h.db", "cpu")
+    assert card["storage_sweep"]["best_read_mb_s"] == 1900.0 and card["storage_read_gbs"] == 2.0
