@@ -93,7 +93,8 @@ def _read_file(path: str, sample_bytes: int, samples_per_file: int, cold: bool, 
                     return False
             stats["slot_wait_s"] += time.monotonic() - waited
             started = time.monotonic_ns()
-            _read_span(fd, path, begin, end, view, check_npy and k == 0)
+            if not _read_span(fd, path, begin, end, view, check_npy and k == 0, stop):
+                return False  # stopped part-way through a sample: not counted
             stats["latency"].append((started, time.monotonic_ns() - started))
             stats["bytes"] += end - begin
             stats["reads"] += 1
@@ -107,12 +108,17 @@ def _read_file(path: str, sample_bytes: int, samples_per_file: int, cold: bool, 
         os.close(fd)
 
 
-def _read_span(fd: int, path: str, begin: int, end: int, view: memoryview, check_npy: bool) -> None:
+def _read_span(fd: int, path: str, begin: int, end: int, view: memoryview, check_npy: bool, stop: Any) -> bool:
+    """Read bytes [begin, end) in calls of at most the buffer's size; False when told to stop between calls (a
+    140 MB sample on a slow device takes seconds)."""
     offset = begin
     while offset < end:
+        if offset > begin and stop.is_set():
+            return False
         got = os.preadv(fd, [view[:min(len(view), end - offset)]], offset)
         if got <= 0:
             raise _ReadError(f"{path} shrank while it was read (ended at byte {offset:,} of {end:,})")
         if check_npy and offset == begin and bytes(view[:6]) != NPY_MAGIC:
             raise _ReadError(f"{path} is not an .npy file (no \\x93NUMPY magic at its start)")
         offset += got
+    return True
