@@ -201,3 +201,30 @@ def test_a_missing_proc_makes_the_source_unavailable_with_the_reason(tmp_path):
     ok, why = source.available()
     assert not ok and "diskstats" in why
     source.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/diskstats"), reason="Linux /proc only")
+def test_the_sampler_process_streams_them_on_the_monotonic_clock():
+    import threading
+    import time
+
+    from console.telemetry import Sampler
+
+    rows, got = [], threading.Event()
+
+    def on_samples(batch):
+        rows.extend(batch)
+        if any(r[2].endswith(".queue_depth") for r in rows):
+            got.set()
+
+    before = time.perf_counter_ns()
+    sampler = Sampler(10.0, ["storage"], on_samples=on_samples)
+    sampler.start()
+    try:
+        assert got.wait(20), f"no storage rows from the sampler: {sampler.sources}"
+    finally:
+        sampler.stop()
+    after = time.perf_counter_ns()
+    assert all(before <= r[0] <= after and r[1] == "storage" for r in rows)
+    assert {"pagecache.dirty", "pagecache.cached"} <= {r[2] for r in rows}
+    assert sampler.sources[0]["name"] == "storage" and sampler.sources[0]["available"]
