@@ -102,7 +102,7 @@ def text_lines(result: dict[str, Any]) -> list[str]:
                  f"{result.get('readers')} reader(s), readers runnable {_pct(fig.get('reader_busy_percent'))} of the time")
     lat = result.get("read_latency_ms") or {}
     lines.append("  read latency per sample: " + ", ".join(
-        f"{k} {'not available' if lat.get(k) is None else format(lat[k], '.2f') + ' ms'}" for k in ("p50", "p90", "p99"))
+        f"{k} {'not available' if lat.get(k) is None else _ms(lat[k])}" for k in ("p50", "p90", "p99"))
         + (f" ({lat['note']})" if lat.get("note") else ""))
     lines.append(f"  limited by: {result.get('limited_by')} — {result.get('lever')}")
     lines.append(f"  cache: {result.get('cache_state')} — {(result.get('data_set') or {}).get('cold_reason', '')}")
@@ -117,6 +117,10 @@ def _flag(key: str) -> str:
 
 def _pct(value: Any) -> str:
     return "n/a" if value is None else f"{value:.1f}%"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f} ms" if value >= 1 else f"{value * 1e3:.3g} µs"
 
 
 def _num(value: Any) -> str:
