@@ -128,6 +128,7 @@ def storage_verdict(summary: dict[str, Any], card: dict[str, Any] | None,
         "decode_ms_per_sample": facts.get("decode_ms"), "cache_state": facts.get("cache_state"),
         "dataset_gb": (facts.get("dataset_bytes") or 0) / 1e9 or None,
         "ram_gb": (facts.get("ram_bytes") or 0) / 1e9 or None}.items() if v is not None}
+    evidence.update(_drive_health(summary.get("telemetry") or {}, disk))
     levers = _levers(evidence)
     lever = levers[0] if levers else "more-readers"
     name = block_label(device) if device else "an unknown device (the run did not record its data directory's)"
@@ -137,6 +138,10 @@ def storage_verdict(summary: dict[str, Any], card: dict[str, Any] | None,
              f"no read rate recorded ({ceiling_source})")
     sentence = (f"Input-bound ({facts['bound_text']}), fed by {name}: {where}; lever: {LEVERS_TEXT[lever]} — "
                 f"{_lever_evidence(lever, evidence)}.")
+    if evidence.get("nvme_throttle_events"):
+        sentence += (f" The drive throttled itself {evidence['nvme_throttle_events']:g} times during the run (thermal "
+                     f"management, up to {evidence.get('nvme_temperature_max_c', float('nan')):.0f} °C): cooling "
+                     "comes before a faster device.")
     device_read = tele.get("read_mb_s")
     if read and device_read and device_read > 2.0 * read:  # the device's counters count every reader, not this run
         sentence += (f" The device read {device_read:.4g} MB/s meanwhile: other processes shared it, so its busy "
@@ -277,6 +282,23 @@ def _resolved_here(data_dir: Any) -> dict[str, Any]:
     from engines.block_device import describe
 
     return describe(data_dir)
+
+
+def _drive_health(telemetry: dict[str, Any], disk: str | None) -> dict[str, float]:
+    """An NVMe data device's hottest reading and its thermal-throttle transitions during the measurement."""
+    import re
+
+    match = re.fullmatch(r"(nvme\d+)(?:c\d+)?n\d+(?:p\d+)?", disk or "")
+    if not match:
+        return {}
+    ctrl, out = match.group(1), {}
+    hottest = (telemetry.get(f"storage.{ctrl}.temperature") or {}).get("max")
+    if isinstance(hottest, (int, float)):
+        out["nvme_temperature_max_c"] = round(float(hottest), 1)
+    events = telemetry.get(f"storage.{ctrl}.throttle_events") or {}
+    if isinstance(events.get("max"), (int, float)) and isinstance(events.get("min"), (int, float)):
+        out["nvme_throttle_events"] = float(events["max"] - events["min"])
+    return out
 
 
 def _device_telemetry(telemetry: dict[str, Any], disk: str | None) -> dict[str, float]:

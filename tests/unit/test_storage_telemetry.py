@@ -126,7 +126,7 @@ def test_page_cache_and_nvme_health(opened):
     assert got["storage.nvme0.throttle_events"] == (8.0, "events", "measured")
     assert got["storage.nvme0.throttle_s"][0] == 124.0 and got["storage.nvme0.percentage_used"][0] == 3.0
     assert got["storage.nvme1.percentage_used"][0] == 12.0 and got["storage.nvme1.throttle_events"][0] == 0.0
-    # slow groups are throttled: temperature every 2 s, the smart log every 30 s
+    # slow groups are throttled: temperature every 2 s, the smart log every 10 s
     again = by_metric(source.sample(T0 + 1_000_000_000))
     assert "storage.nvme0.temperature" not in again and "storage.nvme0.throttle_events" not in again
 

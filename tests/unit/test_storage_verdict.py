@@ -157,3 +157,12 @@ def test_this_hosts_card_carries_the_stored_sweep(tmp_path):
         store.finish_run(run_id, "completed", {"kind": "sweep", "figures": {"seq_read_best_mb_s": 1900.0}})
     card = card_of_this_host(tmp_path / "h.db", "cpu")
     assert card["storage_sweep"]["best_read_mb_s"] == 1900.0 and card["storage_read_gbs"] == 2.0
+
+
+def test_a_drive_that_throttled_during_the_run_says_so():
+    telemetry = tele(busy=97.0, queue_depth=6.0, read_iops=7000, read_mb_s=1800.0) | {
+        "storage.nvme0.temperature": {"max": 78.4, "mean": 70.0},
+        "storage.nvme0.throttle_events": {"min": 8.0, "max": 11.0, "mean": 9.0}}
+    v = storage_verdict(pipeline(read_mb_s=1800.0, telemetry=telemetry), CARD)
+    assert v["evidence"]["nvme_throttle_events"] == 3.0 and v["evidence"]["nvme_temperature_max_c"] == 78.4
+    assert "throttled itself 3 times during the run" in v["sentence"] and "78 °C" in v["sentence"]
