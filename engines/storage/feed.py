@@ -81,7 +81,7 @@ def run(options: Mapping[str, Any], progress: Progress | None = None) -> dict[st
         search = {"threshold": workload.au_threshold * 100, "max_passing": best,
                   "series": [[n, None if value is None else value * 100] for n, value in series]}
         reported = _trial_for(trials, best or 1)
-        failing = [t for t in trials if t.limited_by != "none"]
+        failing = [t for t in trials if t.limited_by != "none" and t.accelerators > best]
         limit = min(failing, key=lambda t: t.accelerators).limited_by if failing else "none"
     else:
         n = int(opts.get("accelerators") or 1)
