@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "scaled and by how much")
     parser.add_argument("--ranks", type=int, default=2, metavar="N",
                         help="local processes the dcp format saves with, one shard each (default 2)")
+    parser.add_argument("--rounds", type=int, default=1, metavar="N",
+                        help="measure each format N times, alternating the order (default 1); the median round is "
+                             "reported with every round's figures")
     parser.add_argument("--formats", default="torch,safetensors,dcp", metavar="LIST",
                         help="which of torch,safetensors,dcp to measure (default all three)")
     parser.add_argument("--dir", default=None, metavar="DIR",
@@ -48,7 +51,7 @@ def options_from(args: argparse.Namespace) -> dict[str, Any]:
         raise StorageError("--shard-gb, --bytes-per-param and --job-ranks size a synthetic shard; a catalog "
                            "model's state is the size it is", "drop them, or use --size 1b|8b|70b instead of --model")
     options = {"model": args.model, "size": args.size, "shard_gb": args.shard_gb, "ranks": args.ranks,
-               "formats": args.formats, "directory": args.dir, "mtbf_hours": args.mtbf_hours,
+               "rounds": args.rounds, "formats": args.formats, "directory": args.dir, "mtbf_hours": args.mtbf_hours,
                "bytes_per_param": args.bytes_per_param, "job_ranks": args.job_ranks}
     return validate({k: v for k, v in options.items() if v is not None})
 
@@ -66,6 +69,11 @@ def text_lines(result: dict[str, Any]) -> list[str]:
         lines.append(f"{name:<12} {entry['ranks']:>5} {_num(entry['save_s'])} {_num(entry['save_gb_s'], 10)} "
                      f"{_num(entry['load_s'])} {_num(entry['load_gb_s'], 10)} "
                      f"{'—' if spread is None else f'{spread:.0f}%':>8}  {entry['cache_state']}")
+    for name, entry in (result.get("formats") or {}).items():
+        if entry.get("rounds"):
+            rates = " / ".join(_num(r["save_gb_s"], 0) for r in entry["rounds"])
+            lines.append(f"  {name}: median of {len(entry['rounds'])} rounds (order alternated); save GB/s per "
+                         f"round {rates}")
     young = result.get("young") or {}
     if young:
         first = next(iter(young.values()))

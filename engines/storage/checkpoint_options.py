@@ -18,6 +18,7 @@ from engines.storage.young import DEFAULT_MTBF_HOURS
 FORMAT_NAMES = ("torch", "safetensors", "dcp")
 MAX_RANKS = 64
 DEFAULT_RANKS = 2
+MAX_ROUNDS = 9
 DEFAULT_SHARD_GB = 1.0  # what this benchmark writes per rank unless told otherwise: fits small disks and CI
 BYTES_PER_PARAM = 14.0
 BYTES_PER_PARAM_NOTE = ("14 bytes per parameter: bf16 weights (2) + fp32 master weights (4) + Adam's two fp32 "
@@ -58,6 +59,11 @@ def validate(options: dict[str, Any]) -> dict[str, Any]:
         raise StorageError(f"--ranks {ranks!r} is not a whole number from 1 to {MAX_RANKS}",
                            "give the number of local processes DCP saves with, e.g. --ranks 2")
     opts["ranks"] = ranks
+    rounds = opts.get("rounds", 1)
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= MAX_ROUNDS:
+        raise StorageError(f"--rounds {rounds!r} is not a whole number from 1 to {MAX_ROUNDS}",
+                           "give how many times each format is measured (alternating the order), e.g. --rounds 3")
+    opts["rounds"] = rounds
     mtbf = opts.get("mtbf_hours")
     opts["mtbf_hours"] = positive(DEFAULT_MTBF_HOURS if mtbf is None else mtbf, "--mtbf-hours")
     if opts.get("bytes_per_param") is not None:

@@ -185,3 +185,24 @@ def test_a_failing_dcp_rank_stops_the_others_at_once(tmp_path):
     message = checkpoint_dcp._wait([failing, waiting], 60, tmp_path)
     assert "rank 0 exited with 2: no gloo here" in message
     assert waiting.poll() is not None and time.monotonic() - started < 30
+
+
+def test_rounds_alternate_the_order_and_report_the_median(tmp_path, monkeypatch):
+    from engines.storage import checkpoint_formats
+
+    calls, real = [], checkpoint_formats.measure
+
+    def recording(name, state, folder):
+        calls.append(name)
+        return real(name, state, folder)
+
+    monkeypatch.setattr(checkpoint_formats, "measure", recording)
+    result = checkpoint.run({"size": "1b", "shard_gb": 0.001, "formats": "torch,safetensors", "rounds": 3,
+                             "directory": str(tmp_path)}, _quiet)
+    assert calls == ["torch", "safetensors", "safetensors", "torch", "torch", "safetensors"]
+    for entry in result["formats"].values():
+        saves = sorted(r["save_s"] for r in entry["rounds"])
+        assert len(saves) == 3 and entry["save_s"] == saves[1]
+    assert "median of 3 rounds" in "\n".join(cli.text_lines(result))
+    with pytest.raises(StorageError, match="--rounds"):
+        validate({"rounds": 0})
