@@ -45,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="which files to read: npy (.npy, magic checked), raw (.bin/.f32/.raw) or any (default)")
     parser.add_argument("--warm", action="store_true",
                         help="do not drop the page cache before each file (the result is then warm and cannot pass)")
+    parser.add_argument("--model", default=None, metavar="NAME",
+                        help="a catalog model whose real forward pass replaces the emulated step (fixed "
+                             "--accelerators only); the same trial is then run emulated, to check the emulation")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="with --model: where the model runs (default cpu)")
     parser.add_argument("--duration", type=number(0, 3600, low_open=True), default=5.0, metavar="S",
                         help="seconds per trial (default 5)")
     parser.add_argument("--steps", type=whole(2, 1_000_000), default=3, metavar="N",
@@ -56,7 +61,8 @@ def options_from(args: argparse.Namespace) -> dict[str, Any]:
     custom_flags = {"sample_bytes": args.sample_bytes, "batch": args.batch, "compute_ms": args.compute_ms,
                     "au_threshold_percent": args.au_threshold}
     if args.workload == "custom":
-        missing = [k for k in ("sample_bytes", "batch", "compute_ms") if custom_flags[k] is None]
+        needed = ("sample_bytes", "batch") if args.model else ("sample_bytes", "batch", "compute_ms")
+        missing = [k for k in needed if custom_flags[k] is None]
         if missing:
             raise StorageError("--workload custom needs " + ", ".join(_flag(k) for k in missing),
                                "give the sample size in bytes, the batch and the step's compute time in ms")
@@ -65,6 +71,11 @@ def options_from(args: argparse.Namespace) -> dict[str, Any]:
         if given:
             raise StorageError(f"{', '.join(_flag(k) for k in given)} would change the published {args.workload} "
                                "workload", "use --workload custom for your own numbers, or drop those flags")
+    if args.model and args.find_max:
+        raise StorageError("--model runs a fixed number of accelerators", "give --accelerators N instead of "
+                           "--find-max")
+    if args.device != "cpu" and not args.model:
+        raise StorageError("--device only places --model", "add --model NAME, or drop --device")
     if args.max_accelerators != 256 and not args.find_max:
         raise StorageError("--max-accelerators only bounds --find-max", "add --find-max, or drop it")
     options: dict[str, Any] = {
@@ -73,6 +84,8 @@ def options_from(args: argparse.Namespace) -> dict[str, Any]:
         "max_accelerators": args.max_accelerators, "readers": args.readers, "format": args.format,
         "cold": not args.warm, "duration_s": float(args.duration), "min_steps": int(args.steps),
     }
+    if args.model:
+        options.update({"model": args.model, "device": args.device})
     options.update({k: v for k, v in custom_flags.items() if v is not None})
     return options
 
@@ -104,6 +117,11 @@ def text_lines(result: dict[str, Any]) -> list[str]:
     lines.append("  read latency per sample: " + ", ".join(
         f"{k} {'not available' if lat.get(k) is None else _ms(lat[k])}" for k in ("p50", "p90", "p99"))
         + (f" ({lat['note']})" if lat.get("note") else ""))
+    check = result.get("model_check")
+    if check:
+        lines.append(f"  real model: {check['model']} on {check['device']}, step {check['step_ms_alone']:.2f} ms "
+                     f"alone, {_num(check.get('step_ms_in_trial'))} ms in the trial; AU real "
+                     f"{_pct(check.get('au_real_percent'))} vs emulated {_pct(check.get('au_emulated_percent'))}")
     lines.append(f"  limited by: {result.get('limited_by')} — {result.get('lever')}")
     lines.append(f"  cache: {result.get('cache_state')} — {(result.get('data_set') or {}).get('cold_reason', '')}")
     lines.append(f"  method: {result.get('method')}")

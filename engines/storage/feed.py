@@ -14,7 +14,8 @@ a failing trial, the result says the READERS, not the device, limited the feed, 
 Options (a JSON-able dict; console/cli/storage_feed.py builds it):
   data_dir, workload (unet3d|resnet50|cosmoflow|custom), gpu (h100|a100), sample_bytes, batch, compute_ms,
   au_threshold_percent (custom only), accelerators (int) or find_max (bool) with max_accelerators, readers,
-  format ("any"|"npy"|"raw"), cold (bool, default True), duration_s (per trial), min_steps (per accelerator).
+  format ("any"|"npy"|"raw"), cold (bool, default True), duration_s (per trial), min_steps (per accelerator),
+  model (a catalog model whose real forward pass replaces the sleep; fixed N only) and device (cpu|cuda).
 
 Result, beyond the shared contract (kind, label, passed, status_reason, cache_state, method, figures, latency_ns):
   workload        the workload's numbers and their source (engines.storage.workloads)
@@ -29,12 +30,15 @@ Result, beyond the shared contract (kind, label, passed, status_reason, cache_st
   read_latency_ms {p50, p90, p99, count, note}: one sample's read (per read call group, not per batch)
   data_set        dir, file system, files, bytes, mean sample bytes, MemTotal, and how cold was established
   trials          per trial: accelerators, au_percent, read_mb_s, samples_per_s, reader_busy_percent, limited_by
+  model_check     with a model: model, device, batch, step_ms_alone, step_ms_in_trial, au_real_percent,
+                  au_emulated_percent (the same trial with the model's step time slept), difference_points
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from engines.storage import au as au_math
@@ -54,6 +58,8 @@ def run(options: Mapping[str, Any], progress: Progress | None = None) -> dict[st
     """Run the feed benchmark described by `options`; see the module docstring for both dicts."""
     say = progress or (lambda _event: None)
     opts = {**DEFAULTS, **{k: v for k, v in options.items() if v is not None}}
+    if opts.get("model") and opts.get("workload") == "custom" and opts.get("compute_ms") is None:
+        opts["compute_ms"] = 1.0  # a placeholder: the model's measured step replaces it below
     workload = from_options(opts)
     data = inspect_data(str(opts.get("data_dir") or ""), str(opts["format"]), workload, int(opts["readers"]))
     cold = bool(opts["cold"]) and data["can_drop"]
@@ -63,6 +69,11 @@ def run(options: Mapping[str, Any], progress: Progress | None = None) -> dict[st
                      files=data["files"], cold=cold, check_npy=opts["format"] == "npy",
                      duration_s=_positive(opts, "duration_s"), min_steps=max(2, int(opts["min_steps"])),
                      stall_s=max(30.0, 20 * workload.compute_s))
+    real = _real_model(opts, workload, plan)
+    if real is not None:
+        workload = replace(workload, compute_s=real["step_ms_alone"] / 1e3,
+                           source=f"{workload.source}; compute: {real['model']}'s measured step on {real['device']}")
+        plan.compute_s = workload.compute_s
     trials: list[TrialResult] = []
 
     def trial(n: int) -> float | None:
@@ -89,8 +100,27 @@ def run(options: Mapping[str, Any], progress: Progress | None = None) -> dict[st
             raise StorageError(f"--accelerators {n}", "give at least 1 emulated accelerator, or --find-max")
         trial(n)
         reported, limit = trials[0], trials[0].limited_by
+        if real is not None:  # the same trial with the emulation sleeping the model's own step time
+            step_fn, plan.step_fn = plan.step_fn, None
+            say({"text": f"emulation check: {n} accelerator(s) sleeping {plan.compute_s * 1e3:.2f} ms",
+                 "fraction": None})
+            emulated = run_trial(plan)
+            plan.step_fn = step_fn
+            real.update(_model_check(trials[0], emulated))
     say({"text": "done", "fraction": 1.0})
-    return _result(workload, opts, data, bool(opts["cold"]), trials, reported, search, limit)
+    result = _result(workload, opts, data, bool(opts["cold"]), trials, reported, search, limit)
+    if real is not None:
+        result["model_check"] = {k: v for k, v in real.items() if k != "step_fn"}
+        result["figures"]["emulated_au_percent"] = real["au_emulated_percent"]
+        result["method"] = (
+            f"{reported.accelerators} accelerator(s) each waited for a batch of {workload.batch} and ran a real "
+            f"{real['model']} forward pass on {real['device']} ({real['step_ms_alone']:.2f} ms alone, "
+            f"{_ms_text(real['step_ms_in_trial'])} during the trial); {_from_readers(result['method'], len(reported.readers))}"
+            .replace("AU = sleep time", "AU = step time")
+            + f" Emulation check: the same trial with {real['step_ms_alone']:.2f} ms slept per step gave AU "
+              f"{_pct_text(real['au_emulated_percent'])} against {_pct_text(real['au_real_percent'])} with the real "
+              "model.")
+    return result
 
 
 def inspect_data(directory: str, fmt: str, workload: Workload, readers: int) -> dict[str, Any]:
@@ -234,6 +264,46 @@ def _result(workload: Workload, opts: Mapping[str, Any], data: dict[str, Any], r
                     | {"files": len(data["files"]), "cold_reason": cache_reason, "scaled": scaled},
         "trials": [_trial_summary(t) for t in trials],
     }
+
+
+def _real_model(opts: Mapping[str, Any], workload: Workload, plan: TrialPlan) -> dict[str, Any] | None:
+    """With options["model"]: the real step put in the plan, and its description (step time measured alone)."""
+    name = opts.get("model")
+    if not name:
+        return None
+    if opts.get("find_max"):
+        raise StorageError("--model runs a fixed number of accelerators", "give --accelerators N instead of "
+                           "--find-max (each accelerator runs the real model)")
+    from engines.storage.realstep import model_step
+
+    step, described = model_step(str(name), workload.batch, str(opts.get("device") or "cpu"))
+    plan.step_fn = step
+    return described
+
+
+def _model_check(real: TrialResult, emulated: TrialResult) -> dict[str, Any]:
+    """How far the emulation's AU is from the real model's on the same data, readers and accelerators."""
+    in_trial = [c for steps in real.steps for _, c in steps[1:]]
+    au_real, au_emul = _pct_value(real.au), _pct_value(emulated.au)
+    return {"au_real_percent": au_real, "au_emulated_percent": au_emul,
+            "difference_points": None if au_real is None or au_emul is None else au_emul - au_real,
+            "step_ms_in_trial": sum(in_trial) / len(in_trial) * 1e3 if in_trial else None,
+            "emulated_read_mb_s": _mb_s(emulated), "emulated_reader_busy_percent": _pct_value(
+                _mean(emulated.reader_busy))}
+
+
+def _from_readers(method: str, readers: int) -> str:
+    """The emulation's method text from its readers' part on (the compute part is replaced for a real model)."""
+    marker = f"{readers} reader process(es)"
+    return method[method.index(marker):] if marker in method else method
+
+
+def _ms_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f} ms"
+
+
+def _pct_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
 
 
 def _method(workload: Workload, data: dict[str, Any], cold: bool, cache_reason: str, trial: TrialResult,

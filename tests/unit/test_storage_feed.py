@@ -120,3 +120,24 @@ def test_make_data_writes_workload_shaped_files(tmp_path, capsys):
     assert cli_main(["make-data", "--workload", "unet3d", "--dir", str(tmp_path), "--files", "10000000"]) == 2
     assert "--scale" in capsys.readouterr().err
     assert cli_main(["make-data", "--model", "mlp", "--dir", str(tmp_path), "--files", "3"]) == 2
+
+
+def test_a_real_model_replaces_the_emulated_step_and_checks_it(tmp_path):
+    pytest.importorskip("torch")
+    options = storage_feed.options_from(_args("--data-dir", _data(tmp_path, 100_000, 2), "--workload", "custom",
+                                              "--sample-bytes", "100000", "--batch", "4", "--model", "mlp",
+                                              "--accelerators", "1", "--readers", "1", "--duration", "0.4"))
+    assert "compute_ms" not in options and options["model"] == "mlp"
+    result = feed.run(options)
+    check = result["model_check"]
+    assert check["model"] == "mlp" and check["device"] == "cpu" and check["batch"] == 4
+    assert check["step_ms_alone"] > 0 and check["step_ms_in_trial"] > 0
+    assert 0 < check["au_real_percent"] <= 100 and 0 < check["au_emulated_percent"] <= 100
+    assert result["figures"]["emulated_au_percent"] == check["au_emulated_percent"]
+    assert result["workload"]["compute_s"] == pytest.approx(check["step_ms_alone"] / 1e3)
+    assert "real mlp forward pass" in result["method"] and "Emulation check" in result["method"]
+    assert any(line.startswith("  real model: mlp") for line in storage_feed.text_lines(result))
+    with pytest.raises(StorageError, match="--accelerators N"):
+        storage_feed.options_from(_args("--data-dir", "x", "--model", "mlp", "--find-max"))
+    with pytest.raises(StorageError, match="unknown catalog model"):
+        feed.run({**options, "model": "nope"})
