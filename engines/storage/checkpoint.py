@@ -13,7 +13,8 @@ Result (beyond the shared contract's keys):
   "formats": {name: {"save_s", "save_gb_s", "load_s", "load_gb_s", "aggregate_save_gb_s", "aggregate_load_gb_s",
               "bytes" (on disk, all ranks), "rank_bytes", "ranks", "per_rank_save_s": [...],
               "per_rank_load_s": [...], "spread_percent", "load_spread_percent", "cache_state", "cache_note",
-              "how"}}  — durations are the slowest rank's, GB/s the lowest rank's;
+              "how", "rounds" (with --rounds > 1: every round's save/load figures; the entry is the median
+              round's)}}  — durations are the slowest rank's, GB/s the lowest rank's;
   "young": {name: {"mtbf_h", "save_s", "interval_s", "lost_fraction", "restore_fraction", "note", "basis"}};
   "state": {"source", "params", "bytes" (per rank), "scaled": null | {"full_bytes", "bytes", "factor", "why"},
             "tensors", "assumption", ...};
