@@ -11,6 +11,7 @@ history cannot take it, 2 a bad option found before anything ran, 130 cancelled.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 import time
@@ -118,14 +119,21 @@ def _run(args: argparse.Namespace, kind: str, module: Any, options: dict[str, An
     from console.history import HistoryError
     from console.storage.launch import run_kind
     from console.storage.runs import store_outcome
+    from console.storage.telemetry import StorageTelemetry
 
     as_json = wants_json(args)
     line = ProgressLine.for_command(as_json)
-    outcome = run_kind(kind, options, on_progress=_progress_printer(kind, line, as_json),
-                       timeout_s=float(getattr(args, "timeout", None) or 3600.0))
+    watch = None if getattr(args, "no_telemetry", False) else StorageTelemetry()
+    with watch if watch is not None else contextlib.nullcontext():
+        outcome = run_kind(kind, options, on_progress=_progress_printer(kind, line, as_json),
+                           timeout_s=float(getattr(args, "timeout", None) or 3600.0))
     line.close()
+    samples = watch.take() if watch is not None else []
+    note = ({"dropped": watch.dropped, "problem": watch.problem} if watch is not None
+            else {"problem": "not sampled (--no-telemetry)"})
     try:
-        run_id, status, cause = store_outcome(store, kind, options, outcome, tags=getattr(args, "tag", None))
+        run_id, status, cause = store_outcome(store, kind, options, outcome, tags=getattr(args, "tag", None),
+                                              samples=samples, telemetry=note)
     except HistoryError as exc:
         return error(f"the {kind} benchmark ended {outcome.status}, but the history could not keep it: {exc}")
     if as_json:
@@ -185,6 +193,9 @@ def _add_shared(parser: argparse.ArgumentParser) -> None:
                         help="tag the stored run (repeatable)")
     shared.add_argument("--timeout", metavar="S", type=number(0, 7 * 86400, low_open=True, unit="s"),
                         default=3600.0, help="stop the benchmark after S seconds (default 3600); it is stored failed")
+    shared.add_argument("--no-telemetry", action="store_true",
+                        help="do not sample the storage devices (MB/s, IOPS, queue depth, await) while it runs; by "
+                             "default they are sampled in a process of their own and stored with the run")
 
 
 def _description(kind: str, module: Any, problem: str | None) -> str:

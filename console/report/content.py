@@ -23,7 +23,10 @@ from console.reproduce import reproduce_command
 
 MAX_RUNS = 8  # beyond this, overlaid charts stop being readable: a sweep's points are shown as a curve instead
 # Telemetry charts, most telling first: power (energy is why the lab asks), then utilisation, then memory.
-METRIC_PREFERENCE = (("power", "W"), ("util", "%"), ("worker.rss", "GiB"))
+# A storage benchmark stores only the storage source's samples (console.storage.telemetry): its device's read
+# MB/s and queue depth are then the charts.
+METRIC_PREFERENCE = (("power", "W"), ("util", "%"), ("worker.rss", "GiB"), ("read_mb_s", "MB/s"),
+                     ("queue_depth", "requests"))
 MAX_TELEMETRY_CHARTS = 3
 
 

@@ -74,8 +74,9 @@ def figure_rows(figures: Mapping[str, Any]) -> list[list[str]]:
 
 def pretty_name(name: str) -> str:
     text = str(name)
-    for suffix, unit in (("_mb_s", " (MB/s)"), ("_gb_s", " (GB/s)"), ("_ms", " (ms)"), ("_percent", " (%)"),
-                         ("_s", " (s)"), ("_bytes", " (bytes)"), ("_iops", " (IOPS)")):
+    for suffix, unit in (("_mb_s", " (MB/s)"), ("_gb_s", " (GB/s)"), ("_ms", " (ms)"), ("_us", " (µs)"),
+                         ("_percent", " (%)"), ("_min", " (min)"), ("_s", " (s)"), ("_bytes", " (bytes)"),
+                         ("_iops", " (IOPS)"), ("_gb", " (GB)"), ("_mb", " (MB)")):
         if text.endswith(suffix):
             return text[: -len(suffix)].replace("_", " ") + unit
     return text.replace("_", " ")

@@ -101,10 +101,12 @@ def summary_for(kind: str, outcome: Outcome, latency_ns: np.ndarray | None = Non
 
 
 def store_outcome(store: Any, kind: str, options: Mapping[str, Any], outcome: Outcome,
-                  tags: list[str] | None = None, samples: list[tuple] | None = None) -> tuple[str, str, str | None]:
+                  tags: list[str] | None = None, samples: list[tuple] | None = None,
+                  telemetry: dict[str, Any] | None = None) -> tuple[str, str, str | None]:
     """Keep `outcome` as a run in `store` (a HistoryStore, or a HistoryWriter: the same calls); returns
     (run_id, final status, cause or None). `samples`: telemetry rows (t_ns, source, metric, value, unit, method)
-    taken while it ran (the window's storage telemetry), kept with the run. A completed outcome whose result
+    taken while it ran (console.storage.telemetry), kept with the run; `telemetry`: what to say of them (rows
+    dropped, why there are none). A completed outcome whose result
     breaks the contract, says it lost data, or whose latencies the history refused, is stored `failed` with the
     cause."""
     from console.history import HistoryError
@@ -131,6 +133,7 @@ def store_outcome(store: Any, kind: str, options: Mapping[str, Any], outcome: Ou
             status, cause, t_ns, latency_ns = "failed", f"its latencies could not be stored ({exc})", t_ns[:0], \
                 latency_ns[:0]
     summary = summary_for(kind, outcome, latency_ns, status)
+    summary["storage_telemetry"] = {"rows": len(samples or []), **(telemetry or {})}
     if status != "completed":
         summary["message"] = cause
     try:

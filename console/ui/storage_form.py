@@ -15,7 +15,7 @@ from typing import Any
 
 from PySide6 import QtWidgets
 
-SHARED_DESTS = {"help", "json", "db", "tag", "timeout"}  # added by storage_cmd for every kind: not the form's
+SHARED_DESTS = {"help", "json", "db", "tag", "timeout", "no_telemetry"}  # added by storage_cmd for every kind: not the form's
 _PATH_WORDS = ("dir", "path", "file", "folder")  # a dest ending so names a path: a Choose… button
 DEFAULT_CHOICE = "(default)"  # a choice flag given no default: leave it out, the kind decides
 

@@ -11,6 +11,7 @@ telemetry (console/telemetry/diskstats, sampled by the window's hub) is kept and
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
 import time
@@ -36,7 +37,6 @@ INTROS = {
                  "the device, first inference.",
 }
 RUN_SHORTCUT = "Ctrl+Return"  # on this page: run the open tab's benchmark (Esc stops it)
-MAX_SAMPLES = 400_000  # storage telemetry rows kept for one run (about 10 min of a busy machine's devices)
 
 
 class KindTab(QtWidgets.QWidget):
@@ -188,9 +188,6 @@ class StoragePage(QtWidgets.QWidget):
         self._cancel: threading.Event | None = None
         self._running: str | None = None
         self._started = 0.0
-        self._samples: list[tuple] = []
-        self._samples_lock = threading.Lock()
-        self._token: int | None = None
         self._t0_ns = 0
         self.modules: dict[str, Any] = {}
         self.tabs = QtWidgets.QTabWidget()
@@ -293,10 +290,6 @@ class StoragePage(QtWidgets.QWidget):
         self._running, self._started, self._t0_ns = kind, time.monotonic(), time.monotonic_ns()
         tab.clear_telemetry()
         self._cancel = threading.Event()
-        with self._samples_lock:
-            self._samples = []
-        if self._workspace.hub is not None:
-            self._token = self._workspace.hub.subscribe(self._keep_samples)
         tab.set_running(True)
         tab.summary.clear()
         tab.show_progress({"text": "starting a worker", "fraction": None}, 0.0)
@@ -321,33 +314,26 @@ class StoragePage(QtWidgets.QWidget):
         """On a thread: run the kind in its worker, then store it through the window's writer."""
         from console.storage.launch import run_kind
         from console.storage.runs import store_outcome
+        from console.storage.telemetry import StorageTelemetry
 
         launch = self._launch or run_kind
         extra = {"kinds": self._kinds} if self._kinds is not None else {}
-        outcome = launch(kind, options, on_progress=lambda update: self.sig_progress.emit(kind, update),
-                         cancel=cancel, **extra)
-        if self._token is not None and self._workspace.hub is not None:
-            self._workspace.hub.unsubscribe(self._token)
-            self._token = None
-        with self._samples_lock:
-            samples, self._samples = self._samples, []
+        hub = self._workspace.hub
+        watch = StorageTelemetry(hub, on_rows=self.sig_samples.emit) if hub is not None else None
+        with watch if watch is not None else contextlib.nullcontext():
+            outcome = launch(kind, options, on_progress=lambda update: self.sig_progress.emit(kind, update),
+                             cancel=cancel, **extra)
+        samples = watch.take() if watch is not None else []
+        note = ({"dropped": watch.dropped} if watch is not None
+                else {"problem": "the window samples no telemetry (its hub is off)"})
         record: dict[str, Any] = {"options": options, "outcome": outcome, "result": outcome.result}
         try:
-            run_id, status, cause = store_outcome(self._workspace.writer, kind, options, outcome, samples=samples)
+            run_id, status, cause = store_outcome(self._workspace.writer, kind, options, outcome, samples=samples,
+                                                  telemetry=note)
             record.update(run_id=run_id, status=status, cause=cause)
         except Exception as exc:  # the history refused it: the page says so, the result is still shown
             record.update(run_id=None, status="failed", cause=f"it could not be stored: {exc}")
         self.sig_finished.emit(kind, record)
-
-    def _keep_samples(self, rows: list[tuple]) -> None:
-        """The hub's rows while a benchmark runs (on the hub's thread): the storage source's only."""
-        kept = [row for row in rows if len(row) > 1 and row[1] == "storage"]
-        if not kept:
-            return
-        with self._samples_lock:
-            if len(self._samples) < MAX_SAMPLES:
-                self._samples.extend(kept[:MAX_SAMPLES - len(self._samples)])
-        self.sig_samples.emit(kept)
 
     def _draw_samples(self, rows: list[tuple]) -> None:
         tab = self.kind_tabs.get(self._running or "")

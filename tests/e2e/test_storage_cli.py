@@ -84,7 +84,11 @@ def test_a_real_sweep_and_checkpoint_are_stored_and_compared(tmp_path, capsys):
     assert set(saved["result"]["formats"]) == {"torch", "safetensors"}
     with open_reader(db) as store:
         runs = {run["spec"]["scenario"]: run for run in store.list_runs()}
+        kept = runs["storage-sweep"]["summary"]["storage_telemetry"]
+        metrics = store.metrics(swept["run_id"])
     assert set(runs) == {"storage-sweep", "storage-checkpoint"}
+    # the devices were sampled in their own process while it ran, stored with the run (or it says why not)
+    assert kept["rows"] == 0 and kept["problem"] or any(name.startswith("storage.") for name in metrics)
     assert runs["storage-checkpoint"]["summary"]["figures"]["torch_save_gb_s"] > 0
     assert main(["compare", swept["run_id"], saved["run_id"], "--db", db]) in (0, 3)
     assert "only figures of the same name" in capsys.readouterr().out
