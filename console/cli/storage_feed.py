@@ -99,7 +99,7 @@ def text_lines(result: dict[str, Any]) -> list[str]:
     wl = result.get("workload") or {}
     lines.append(f"  workload: {wl.get('name')} — {_bytes(wl.get('sample_bytes'))} samples, "
                  f"{wl.get('samples_per_file')} per file, batch {wl.get('batch')}, "
-                 f"{(wl.get('compute_s') or 0) * 1e3:g} ms compute per step, AU ≥ {fig.get('au_threshold_percent'):g}%")
+                 f"{(wl.get('compute_s') or 0) * 1e3:.4g} ms compute per step, AU ≥ {fig.get('au_threshold_percent'):g}%")
     data = result.get("data_set") or {}
     if data.get("scaled"):
         lines.append(f"    data: {_bytes(data.get('mean_sample_bytes'))} samples (a scaled data set: AU is for these)")
