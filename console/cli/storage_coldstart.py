@@ -17,6 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file", required=True, metavar="PATH", help="the model file: .onnx, .pt2 or .safetensors")
     parser.add_argument("--modes", default="mmap,buffered,direct", metavar="LIST",
                         help="how to read it: mmap, buffered, direct (O_DIRECT) — default all three")
+    parser.add_argument("--rounds", type=int, default=1, metavar="N",
+                        help="measure each mode N times, alternating the order (default 1); the median round is "
+                             "reported with every round's seconds")
     parser.add_argument("--device", default="cpu", help="where the weights go: cpu (default) or cuda[:N]")
     parser.add_argument("--trust-code", action="store_true",
                         help="load a TorchScript file (code, not data) in a sandboxed worker; never needed for "
@@ -27,7 +30,8 @@ def options_from(args: argparse.Namespace) -> dict[str, Any]:
     """The cold start options from parsed flags, validated (engines.storage.coldstart.validate)."""
     from engines.storage.coldstart_options import validate
 
-    return validate({"file": args.file, "modes": args.modes, "device": args.device, "trust_code": args.trust_code})
+    return validate({"file": args.file, "modes": args.modes, "device": args.device, "trust_code": args.trust_code,
+                     "rounds": args.rounds})
 
 
 def text_lines(result: dict[str, Any]) -> list[str]:
@@ -45,6 +49,10 @@ def text_lines(result: dict[str, Any]) -> list[str]:
                 notes.append(text)
         if stage["used"] != stage["mode"]:
             notes.append(f"{stage['mode']}: {stage['read_note']}")
+    for stage in result.get("stages") or []:
+        if stage.get("rounds"):
+            totals = " / ".join(_ms(r["total_s"]) for r in stage["rounds"])
+            notes.append(f"{stage['mode']}: median of {len(stage['rounds'])} rounds (order alternated); totals {totals}")
     lines += [""] + notes
     if result.get("warmup_s") is not None:
         lines.append(f"warm-up pass (libraries' one-time set-up, not counted): {_ms(result['warmup_s'])}")

@@ -13,6 +13,8 @@ from typing import Any
 from engines.storage.coldstart_read import MODES
 from engines.storage.errors import StorageError
 
+MAX_ROUNDS = 9
+
 
 def validate(options: dict[str, Any]) -> dict[str, Any]:
     """Options with defaults; StorageError naming the bad one and the fix."""
@@ -31,6 +33,11 @@ def validate(options: dict[str, Any]) -> dict[str, Any]:
         raise StorageError(f"unknown read mode(s) {', '.join(unknown) or '(none given)'}",
                            f"choose from {','.join(MODES)} (comma-separated)")
     opts["modes"] = list(dict.fromkeys(modes))
+    rounds = opts.get("rounds", 1)
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= MAX_ROUNDS:
+        raise StorageError(f"--rounds {rounds!r} is not a whole number from 1 to {MAX_ROUNDS}",
+                           "give how many times each mode is measured (alternating the order), e.g. --rounds 3")
+    opts["rounds"] = rounds
     opts["trust_code"] = bool(opts.get("trust_code"))
     device = str(opts.get("device") or "cpu")
     if device != "cpu" and not device.startswith("cuda"):

@@ -142,3 +142,13 @@ def test_cli_flags_and_summary(files):
     assert options["modes"] == ["buffered", "mmap"] and options["trust_code"] is False
     text = "\n".join(cli.text_lines(coldstart.run(options, lambda _update: None)))
     assert "first inference" in text and "buffered" in text and "cpu — no copy" in text and "method:" in text
+
+
+def test_rounds_alternate_the_modes_and_keep_the_median(files):
+    result = _run(files["safetensors"], modes="mmap,buffered", rounds=3)
+    for stage in result["stages"]:
+        totals = sorted(r["total_s"] for r in stage["rounds"])
+        assert len(totals) == 3 and stage["total_s"] == totals[1]
+    assert "median of 3 rounds" in "\n".join(cli.text_lines(result))
+    with pytest.raises(StorageError, match="--rounds"):
+        validate({"file": str(files["onnx"]), "rounds": 10})
