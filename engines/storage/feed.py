@@ -30,6 +30,8 @@ Result, beyond the shared contract (kind, label, passed, status_reason, cache_st
   read_latency_ms {p50, p90, p99, count, note}: one sample's read (per read call group, not per batch)
   data_set        dir, file system, files, bytes, mean sample bytes, MemTotal, and how cold was established
   trials          per trial: accelerators, au_percent, read_mb_s, samples_per_s, reader_busy_percent, limited_by
+  data_dir, data_device (engines.block_device.describe), compute_ms, sample_bytes (as read), batch, dataset_bytes,
+  ram_bytes, reader_busy_fraction, read_ms_per_sample — the names the storage verdict and whatif read
   model_check     with a model: model, device, batch, step_ms_alone, step_ms_in_trial, au_real_percent,
                   au_emulated_percent (the same trial with the model's step time slept), difference_points
 """
@@ -147,7 +149,10 @@ def inspect_data(directory: str, fmt: str, workload: Workload, readers: int) -> 
     can_drop, drop_reason = can_drop_cache(directory)
     samples = (sum(max(1, s // workload.sample_bytes) for s in sizes) if workload.name == "custom"
                else workload.samples_per_file * len(files))
-    return {"dir": os.path.realpath(directory), "files": [str(f) for f in files], "bytes": sum(sizes),
+    from engines.block_device import describe
+
+    return {"dir": os.path.realpath(directory), "device": describe(directory), "files": [str(f) for f in files],
+            "bytes": sum(sizes),
             "filesystem": filesystem_type(directory), "can_drop": can_drop, "drop_reason": drop_reason,
             "samples": samples, "mean_sample_bytes": sum(sizes) / max(1, samples), "mem_total_bytes": mem_total()}
 
@@ -263,6 +268,11 @@ def _result(workload: Workload, opts: Mapping[str, Any], data: dict[str, Any], r
                                                 "mem_total_bytes")}
                     | {"files": len(data["files"]), "cold_reason": cache_reason, "scaled": scaled},
         "trials": [_trial_summary(t) for t in trials],
+        # what the storage verdict and whatif read (console.analysis.storage.feed_facts), at the top level
+        "data_dir": data["dir"], "data_device": data["device"], "compute_ms": workload.compute_s * 1e3,
+        "sample_bytes": data["mean_sample_bytes"], "batch": workload.batch, "dataset_bytes": data["bytes"],
+        "ram_bytes": data["mem_total_bytes"], "reader_busy_fraction": busy,
+        "read_ms_per_sample": (sum(d for _, d in latencies) / len(latencies) / 1e6) if latencies else None,
     }
 
 
@@ -331,7 +341,9 @@ def _lever(limit: str, readers: int, data: Mapping[str, Any]) -> str:
         return f"the readers' CPU, not the device, limits the feed: {more}"
     if limit == "device":
         fs = data.get("filesystem") or "its file system"
-        return (f"the device behind {data['dir']} ({fs}) limits the feed: a faster device, the page cache, or "
+        disk = (data.get("device") or {}).get("device")
+        where = f"{disk}, behind {data['dir']}" if disk else f"the device behind {data['dir']}"
+        return (f"{where} ({fs}) limits the feed: a faster device, the page cache, or "
                 f"more reads in flight (--readers, {readers} now) if it is not yet at its throughput ceiling")
     return "the storage kept the accelerators at the threshold: nothing to change"
 
