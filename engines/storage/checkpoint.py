@@ -25,6 +25,7 @@ Figures: "<format>_save_gb_s", "<format>_load_gb_s", "<format>_save_s", "<format
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from engines.storage.checkpoint_options import validate
 from engines.storage.errors import StorageError
 
 KIND = "checkpoint"
+SCRATCH_PREFIX = ".labconsole-checkpoint-"  # + the benchmark's pid: a folder whose process is gone is stale
 __all__ = ["KIND", "result", "run", "validate"]
 
 
@@ -49,7 +51,8 @@ def run(options: dict[str, Any], progress: Callable[[dict], None]) -> dict[str, 
     state_info = checkpoint_state.plan(opts)
     directory = Path(opts["directory"])
     _check_room(state_info["bytes"], opts, directory)
-    scratch = Path(tempfile.mkdtemp(prefix=".labconsole-checkpoint-", dir=directory))
+    _remove_stale(directory)
+    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=directory))
     samples: dict[str, list[dict[str, Any]]] = {name: [] for name in opts["formats"]}
     steps, done = len(opts["formats"]) * opts["rounds"], 0
     try:
@@ -125,6 +128,20 @@ def result(opts: dict[str, Any], state_info: dict[str, Any], formats: dict[str, 
 
 
 # ---- Private API
+def _remove_stale(directory: Path) -> None:
+    """Scratch folders left by a benchmark that was killed (no `finally` runs on SIGKILL): their pid is gone."""
+    for folder in directory.glob(f"{SCRATCH_PREFIX}*"):
+        pid = folder.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or not folder.is_dir() or folder.is_symlink():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (PermissionError, OverflowError):
+            continue  # another user's live process, or not a pid at all: leave it
+
+
 def _measure(name: str, state: Any, opts: dict[str, Any], scratch: Path, rank_bytes: int,
              round_index: int) -> dict[str, Any]:
     if name != "dcp":

@@ -206,3 +206,29 @@ def test_rounds_alternate_the_order_and_report_the_median(tmp_path, monkeypatch)
     assert "median of 3 rounds" in "\n".join(cli.text_lines(result))
     with pytest.raises(StorageError, match="--rounds"):
         validate({"rounds": 0})
+
+
+def test_a_killed_runs_scratch_folder_is_removed_and_a_live_ones_kept(tmp_path):
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f"{checkpoint.SCRATCH_PREFIX}{int(gone.stdout)}-abc"
+    stale.mkdir()
+    (stale / "state.pt").write_bytes(b"left behind")
+    live = tmp_path / f"{checkpoint.SCRATCH_PREFIX}{os.getppid()}-def"
+    live.mkdir()
+    checkpoint.run({"size": "1b", "shard_gb": 0.001, "formats": "torch", "directory": str(tmp_path)}, _quiet)
+    assert not stale.exists() and live.exists()
+
+
+def test_a_disk_without_room_is_refused_before_writing(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage(10**9, 10**9 - 10**6, 10**6))
+    with pytest.raises(StorageError) as err:
+        checkpoint.run({"size": "1b", "shard_gb": 0.01, "directory": str(tmp_path)}, _quiet)
+    assert "GB free" in err.value.message and "--shard-gb" in err.value.fix
+    assert list(tmp_path.iterdir()) == []
