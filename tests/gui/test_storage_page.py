@@ -5,6 +5,8 @@ of tests/storage_fake_kind.py (a spawned worker, but no disk benchmark)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
@@ -102,7 +104,24 @@ def test_run_stores_the_benchmark_and_draws_it(qtbot, workspace, fake_modules):
         assert run["status"] == "completed" and run["model"] == "ckpt on tmpfs"
         assert run["spec"]["scenario"] == "storage-checkpoint" and reader.latency_count(run_id) == 30
     assert make_page(qtbot, workspace).kind_tabs["checkpoint"].form.values()["--n"] == "30"  # remembered
-    assert "torch" not in sys.modules and "onnxruntime" not in sys.modules
+
+
+def test_the_page_with_the_real_kinds_never_imports_the_engines(tmp_path):
+    """Checked in a fresh interpreter (no other test's imports can hide it): the page with every real kind's form,
+    a stored result drawn, and `labconsole storage` parsed, with neither torch nor onnxruntime imported."""
+    probe = ("import sys, os; from PySide6 import QtWidgets; app = QtWidgets.QApplication([]); "
+             "from pathlib import Path; from console.ui.workspace import Workspace; "
+             "from console.ui.pages import PageContext; from console.ui.storage_page import StoragePage; "
+             "from console.cli import build_parser; build_parser().parse_args(['storage', 'sweep', '--dir', '.']); "
+             f"ws = Workspace.open(Path({str(tmp_path / 'h.db')!r}), worker_entry=lambda *_: None, telemetry_hz=None); "
+             "page = StoragePage(PageContext(ws, base_values=dict, targets=list)); "
+             "print(sorted(k for k, t in page.kind_tabs.items() if t.form is not None)); "
+             "print(sorted(m for m in ('torch', 'onnxruntime') if m in sys.modules)); ws.close()")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert done.returncode == 0, done.stderr
+    forms, engines = done.stdout.strip().splitlines()[-2:]
+    assert forms == str(sorted(KINDS)) and engines == "[]"
 
 
 def test_a_failed_benchmark_says_why_and_is_stored_failed(qtbot, workspace, fake_modules):
