@@ -45,7 +45,11 @@ def gather(db_path: str | os.PathLike, run_ids: list[str]) -> dict[str, Any]:
 
 
 def run_label(run: dict[str, Any]) -> str:
-    """"mlp · torch · cpu · b1 · fp32" — what was measured, short."""
+    """"mlp · torch · cpu · b1 · fp32" — what was measured, short (a storage benchmark: its label and kind)."""
+    from console.report.storage_section import storage_label
+
+    if storage_label(run):
+        return str(storage_label(run))
     spec = run.get("spec") or {}
     parts = [run.get("model"), run.get("engine"), run.get("target"), f"b{run.get('batch')}",
              run.get("precision") or spec.get("precision")]

@@ -47,7 +47,7 @@ def compare(qtbot, window, run_ids):
 
 
 def test_the_compare_page_is_a_page_plug_in():
-    assert [info.name for info in PAGES][-1] == "compare"
+    assert [info.name for info in PAGES][5] == "compare"  # Ctrl+6; the Storage page (Ctrl+7) follows it
 
 
 def test_three_runs_overlaid_with_deltas_differences_and_a_trend(qtbot, window, week):
