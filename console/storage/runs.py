@@ -6,7 +6,8 @@ target "cpu" (the console's host: the storage path is named in the options), and
 The summary keeps the kind's whole result under `storage_bench` (its per-read latencies go to the run's
 latencies instead, so `compare` works on them), the headline `figures` beside it, latency percentiles computed
 here from those latencies (a percentile only where enough reads back it: p90 ≥ 64, p99 ≥ 662, LoadGen's rule),
-and `valid` = the kind's pass rule (None when the kind has none).
+and `valid`: the kind's pass rule, or for a kind without one (sweep, checkpoint, cold start) that its reads came
+from the storage and not the page cache (cache_state cold or n/a).
 
 A run is `completed` only when the kind returned a result that holds the contract's keys and everything it
 returned was stored; a result that says it lost data (`lost` or `dropped` non-zero), a malformed one, or latencies
@@ -76,8 +77,7 @@ def summary_for(kind: str, outcome: Outcome, latency_ns: np.ndarray | None = Non
         "storage_kind": kind,
         "figures": figures or {},
         "passed": result.get("passed"),
-        "valid": (result.get("passed") if isinstance(result.get("passed"), bool) else None)
-        if status == "completed" else False,
+        "valid": _valid(result, status),
         "status_reason": result.get("status_reason") or "",
         "cache_state": result.get("cache_state"),
         "method": result.get("method"),
@@ -92,6 +92,12 @@ def summary_for(kind: str, outcome: Outcome, latency_ns: np.ndarray | None = Non
     if result.get("passed") is False:
         summary["invalid_reasons"].append({"rule": f"{kind} pass rule",
                                            "detail": result.get("status_reason") or "did not pass",
+                                           "fix": _pass_fix(result)})
+    elif result.get("passed") is None and result.get("cache_state") in ("warm", "mixed"):
+        summary["invalid_reasons"].append({"rule": "read from storage, not the page cache",
+                                           "detail": f"the result is {result['cache_state']}"
+                                                     + (f": {result['status_reason']}" if result.get("status_reason")
+                                                        else ""),
                                            "fix": _pass_fix(result)})
     if status != "completed":
         summary["message"] = outcome.message
@@ -180,6 +186,16 @@ def latest_results(store: Any, kinds: list[str], per_kind: int = 1) -> dict[str,
 
 
 # ---- Private API
+def _valid(result: Mapping[str, Any], status: str) -> bool:
+    """A completed run is valid by its kind's pass rule; a kind without one (sweep, checkpoint, cold start) when
+    its reads came from the storage (cold, or n/a), not from the page cache (warm, mixed)."""
+    if status != "completed":
+        return False
+    if isinstance(result.get("passed"), bool):
+        return bool(result["passed"])
+    return result.get("cache_state") not in ("warm", "mixed")
+
+
 def _latency_pairs(value: Any) -> tuple[np.ndarray, np.ndarray] | str:
     if value is None or (isinstance(value, list) and not value):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)

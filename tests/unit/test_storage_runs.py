@@ -154,7 +154,17 @@ def test_a_figure_that_is_not_finite_is_stored_as_not_available(store):
     run_id, status, _ = store_outcome(store, "feed", {}, outcome)
     summary = store.get_run(run_id)["summary"]
     assert status == "completed" and summary["figures"] == {"read_mb_s": None, "au_percent": 50.0}
+    assert summary["valid"] is True  # no pass rule, and nothing read through the page cache
     assert summary["warnings"] == ["figure read_mb_s was not a finite number and is stored as not available"]
+
+
+def test_a_kind_without_a_pass_rule_is_invalid_only_when_it_read_warm(store):
+    result = {"kind": "coldstart", "label": "x", "passed": None, "status_reason": "the file could not be dropped",
+              "cache_state": "warm", "method": "m", "figures": {}}
+    run_id, status, _ = store_outcome(store, "coldstart", {}, Outcome("coldstart", "completed", result=result))
+    summary = store.get_run(run_id)["summary"]
+    assert status == "completed" and summary["valid"] is False
+    assert summary["invalid_reasons"][0]["detail"] == "the result is warm: the file could not be dropped"
 
 
 def test_bad_latency_pairs_fail_the_run(store):
