@@ -292,6 +292,7 @@ class StoragePage(QtWidgets.QWidget):
         self._cancel = threading.Event()
         tab.set_running(True)
         tab.summary.clear()
+        tab.source.setText("Running: the chart shows the newest stored result until this run ends.")
         tab.show_progress({"text": "starting a worker", "fraction": None}, 0.0)
         self.status.setText(f"{TITLES[kind]}: running in a worker; the window stays responsive.")
         threading.Thread(target=self._work, args=(kind, options, self._cancel), name=f"storage-{kind}",
@@ -320,9 +321,15 @@ class StoragePage(QtWidgets.QWidget):
         extra = {"kinds": self._kinds} if self._kinds is not None else {}
         hub = self._workspace.hub
         watch = StorageTelemetry(hub, on_rows=self.sig_samples.emit) if hub is not None else None
-        with watch if watch is not None else contextlib.nullcontext():
-            outcome = launch(kind, options, on_progress=lambda update: self.sig_progress.emit(kind, update),
-                             cancel=cancel, **extra)
+        try:
+            with watch if watch is not None else contextlib.nullcontext():
+                outcome = launch(kind, options, on_progress=lambda update: self.sig_progress.emit(kind, update),
+                                 cancel=cancel, **extra)
+        except Exception as exc:  # the page must always hear back, or it would stay "running" for good
+            from console.storage.launch import Outcome
+
+            outcome = Outcome(kind, "failed", cause=f"the benchmark could not be run ({type(exc).__name__}: {exc})",
+                              error_kind="raised")
         samples = watch.take() if watch is not None else []
         note = ({"dropped": watch.dropped} if watch is not None
                 else {"problem": "the window samples no telemetry (its hub is off)"})
