@@ -27,7 +27,12 @@ def run(options, progress):
         os.kill(os.getpid(), signal.SIGKILL)
     if mode == "hang":
         progress({"text": "reading", "fraction": 0.5})
-        time.sleep(600)
+        try:
+            time.sleep(600)
+        finally:  # what a kind's clean-up does (remove its test file): stopping it must let this run
+            if options.get("marker"):
+                with open(options["marker"], "w") as marker:
+                    marker.write("cleaned up")
     n = int(options.get("n", 200))
     t0 = time.monotonic_ns()
     pairs = [[t0 + i * 1_000_000, 1_000_000 + (i % 7) * 10_000 * int(options.get("scale", 1))] for i in range(n)]

@@ -3,7 +3,8 @@
 Why a worker: a kind may import torch (checkpoint, cold start) or start reader processes of its own (feed), and
 neither may enter or outlive the console (DESIGN.md §2). The worker is a spawn-context process in its own process
 group, so a timeout or a cancel ends it together with the readers it started; it also ends itself when the console
-that started it is gone. Every way a worker can end is an Outcome: `completed` with the kind's result, or `failed`
+that started it is gone. Stopping it sends SIGINT first, so the kind's own clean-up (test files, scratch folders,
+its readers) runs before SIGTERM reaches its group. Every way a worker can end is an Outcome: `completed` with the kind's result, or `failed`
 with the cause (bad input, with its fix; an exception, with its traceback; a death, with its signal; a timeout),
 or `cancelled`. Qt-free: the window calls it from a thread, the CLI directly.
 """
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_TIMEOUT_S = 3600.0  # a find-max feed search on a slow disk takes many minutes; a hung kind cannot
-GRACE_S = 3.0  # after SIGTERM, this long before SIGKILL
+GRACE_S = 5.0  # after SIGINT (the kind cleans up), this long before SIGTERM to its process group
 POLL_S = 0.2
 
 __all__ = ["Outcome", "run_kind", "kinds_table", "DEFAULT_TIMEOUT_S"]
@@ -198,9 +199,15 @@ def _drain(messages: Any) -> list[tuple[str, Any]]:
 
 
 def _end(process: Any) -> None:
-    """Stop the worker and its process group: SIGTERM, then SIGKILL after GRACE_S."""
-    for sig, wait in ((signal.SIGTERM, GRACE_S), (getattr(signal, "SIGKILL", signal.SIGTERM), 5.0)):
-        if process.pid is not None and hasattr(os, "killpg"):
+    """Stop the worker: SIGINT to it alone first, so the kind's own clean-up runs (its `finally` removes test
+    files and scratch folders, stops its readers); after GRACE_S, SIGTERM to its whole process group; then
+    SIGKILL. A worker that has already exited only has what is left of its group ended."""
+    steps = ((signal.SIGINT, GRACE_S, False), (signal.SIGTERM, 2.0, True),
+             (getattr(signal, "SIGKILL", signal.SIGTERM), 5.0, True))
+    for sig, wait, whole_group in steps:
+        if not process.is_alive():
+            break
+        if whole_group and process.pid is not None and hasattr(os, "killpg"):
             with contextlib.suppress(OSError):
                 if os.getpgid(process.pid) == process.pid:
                     os.killpg(process.pid, sig)
@@ -208,9 +215,7 @@ def _end(process: Any) -> None:
             with contextlib.suppress(OSError):
                 os.kill(process.pid, sig)
         process.join(wait)
-        if not process.is_alive():
-            _reap_group(process.pid)
-            return
+    _reap_group(process.pid)
 
 
 def _reap_group(pgid: int | None) -> None:

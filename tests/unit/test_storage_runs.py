@@ -59,11 +59,12 @@ def test_a_worker_that_dies_fails_with_its_signal_and_where_it_was():
     assert "killed by SIGKILL" in outcome.cause and "at: reading" in outcome.cause
 
 
-def test_a_hung_worker_is_stopped_at_the_timeout():
-    outcome, _ = launch("hang", timeout_s=1.5)
+def test_a_hung_worker_is_stopped_at_the_timeout_and_its_clean_up_runs(tmp_path):
+    marker = tmp_path / "cleaned"
+    outcome, _ = launch("hang", timeout_s=1.5, marker=str(marker))
     assert outcome.status == "failed" and outcome.error_kind == "timeout"
     assert "did not finish within 1.5 s" in outcome.cause and "--timeout" in outcome.fix
-    assert outcome.wall_s < 12
+    assert outcome.wall_s < 12 and marker.read_text() == "cleaned up"  # SIGINT first: the kind's finally ran
 
 
 def test_cancel_stops_the_worker_and_says_where():
