@@ -93,3 +93,32 @@ def test_a_real_sweep_and_checkpoint_are_stored_and_compared(tmp_path, capsys):
     assert main(["compare", swept["run_id"], saved["run_id"], "--db", db]) in (0, 3)
     assert "only figures of the same name" in capsys.readouterr().out
     assert list(folder.iterdir()) == []  # each kind removed its test files
+
+
+def test_ctrl_c_cancels_the_benchmark_stores_it_cancelled_and_leaves_no_test_file(tmp_path):
+    """A real `labconsole storage sweep` in its own process, interrupted mid-point: exit 130, the run stored as
+    cancelled, and the kind's clean-up ran (the worker got SIGINT first), so its test file is gone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    db, folder = str(tmp_path / "h.db"), tmp_path / "disk"
+    folder.mkdir()
+    command = [sys.executable, "-m", "console", "storage", "sweep", "--dir", str(folder), "--block-sizes", "64k",
+               "--queue-depths", "1", "--readers", "1", "--rw", "read", "--pattern", "seq", "--point-seconds", "30",
+               "--file-size", "8m", "--engine", "built-in", "--no-telemetry", "--db", db]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(folder.iterdir()):
+        time.sleep(0.2)  # the worker has written its test file: the sweep is under way
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (out, err)
+    assert "cancelled" in err and list(folder.iterdir()) == []
+    with open_reader(db) as store:
+        runs = store.list_runs()
+    assert [run["status"] for run in runs] == ["cancelled"] and runs[0]["spec"]["scenario"] == "storage-sweep"
