@@ -36,6 +36,7 @@ INTROS = {
     "coldstart": "Where a model file's cold start goes: read (mmap, buffered, O_DIRECT), deserialize, copy to "
                  "the device, first inference.",
 }
+STORED_SHOWN = 12  # stored results of a kind offered in its tab's "Show stored" list
 RUN_SHORTCUT = "Ctrl+Return"  # on this page: run the open tab's benchmark (Esc stops it)
 
 
@@ -91,6 +92,15 @@ class KindTab(QtWidgets.QWidget):
         left.addWidget(self.progress)
         left.addWidget(self.progress_text)
         left.addStretch(0)
+        self.stored = QtWidgets.QComboBox()
+        self.stored.setToolTip("a stored result of this kind to show (newest first; completed runs)")
+        self.stored.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.stored.setMinimumContentsLength(20)
+        self.stored_runs: list[dict[str, Any]] = []
+        shown = QtWidgets.QHBoxLayout()
+        shown.addWidget(QtWidgets.QLabel("Show stored"))
+        shown.addWidget(self.stored, 1)
+        left.addLayout(shown)
         self.source = QtWidgets.QLabel("")
         self.source.setWordWrap(True)
         self.source.setStyleSheet(f"color: {theme.MUTED};")
@@ -100,6 +110,7 @@ class KindTab(QtWidgets.QWidget):
         self.summary.setLineWrapMode(QtWidgets.QPlainTextEdit.LineWrapMode.NoWrap)  # the kinds print tables
         self.summary.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
         self.summary.setPlaceholderText("The benchmark's summary appears here.")
+        self.summary.setMinimumHeight(110)
         self.chart = _chart_for(kind)
         right = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
         right.addWidget(self.chart)
@@ -126,13 +137,20 @@ class KindTab(QtWidgets.QWidget):
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(split)
 
-    def add_telemetry(self, rows: list[tuple], t0_ns: int) -> None:
-        """Storage telemetry rows onto the strip (shown once it has some)."""
+    def add_telemetry(self, rows: list[tuple], t0_ns: int, sources: list[dict[str, Any]] | None = None) -> None:
+        """Storage telemetry rows onto the strip (shown once it has some); `sources`: the sampler's descriptions,
+        whose storage source says why NVMe temperature is not available here (as the Run page does)."""
         if self.telemetry is None or not rows:
             return
         self.telemetry.add_rows(rows, t0_ns)
         if self.telemetry.has_data() and not self.telemetry.isVisible():
             self.telemetry.setVisible(True)
+            storage = next((s for s in sources or [] if s.get("name") == "storage"), None)
+            missing = (storage or {}).get("unavailable_metrics") or {}
+            why = next((w for m, w in missing.items() if str(m).endswith(".temperature")), None)
+            shown = any(str(row[2]).endswith(".temperature") for row in rows)
+            if why and not shown:
+                self.telemetry.set_unavailable({"temperature": why})
 
     def clear_telemetry(self) -> None:
         if self.telemetry is not None:
@@ -198,6 +216,7 @@ class StoragePage(QtWidgets.QWidget):
             tab = KindTab(kind, module, problem)
             tab.sig_run.connect(self.run_kind)
             tab.sig_stop.connect(lambda _kind: self.stop())
+            tab.stored.currentIndexChanged.connect(lambda index, kind=kind: self.show_stored(kind, index))
             self.kind_tabs[kind] = tab
             self.tabs.addTab(tab, TITLES[kind])
             if tab.form is not None:
@@ -236,14 +255,14 @@ class StoragePage(QtWidgets.QWidget):
         return self._running
 
     def reload(self) -> None:
-        """Show each kind's newest stored result (the history's, read on this thread: one small query)."""
+        """List each kind's stored results (newest first) and show the newest; read on this thread (one query)."""
         from console.storage.runs import latest_results
 
         store = self._workspace.store
         if store is None:
             return
         try:
-            found = latest_results(store, list(KINDS))
+            found = latest_results(store, list(KINDS), per_kind=STORED_SHOWN)
         except Exception as exc:  # a history that cannot be read: say so, keep the page
             self.status.setText(f"Stored storage results could not be read: {exc}")
             return
@@ -251,14 +270,32 @@ class StoragePage(QtWidgets.QWidget):
             tab = self.kind_tabs[kind]
             if self._running == kind:
                 continue
+            tab.stored_runs = runs
+            tab.stored.blockSignals(True)
+            tab.stored.clear()
+            tab.stored.addItems([f"{run['run_id'][:8]} · {str(run['started_at'])[:16].replace('T', ' ')} · "
+                                 f"{run['label']}" for run in runs])
+            tab.stored.blockSignals(False)
+            tab.stored.setEnabled(bool(runs))
             if runs:
-                newest = runs[0]
-                tab.show_result(newest["result"], self._lines(kind, newest["result"]),
-                                f"Newest stored: run {newest['run_id'][:8]} · {newest['label']} · started "
-                                f"{str(newest['started_at'])[:19].replace('T', ' ')} UTC")
-                self._show_stored_telemetry(tab, store, newest["run_id"])
+                self.show_stored(kind, 0)
             else:
                 tab.source.setText("No stored result of this kind yet.")
+
+    def show_stored(self, kind: str, index: int) -> None:
+        """Show the `index`-th stored result of `kind` (0: the newest)."""
+        tab = self.kind_tabs[kind]
+        if not 0 <= index < len(tab.stored_runs) or self._running == kind:
+            return
+        run = tab.stored_runs[index]
+        if tab.stored.currentIndex() != index:
+            tab.stored.setCurrentIndex(index)
+        age = "Newest stored" if index == 0 else "Stored"
+        tab.show_result(run["result"], self._lines(kind, run["result"]),
+                        f"{age}: run {run['run_id'][:8]} · {run['label']} · started "
+                        f"{str(run['started_at'])[:19].replace('T', ' ')} UTC")
+        if self._workspace.store is not None:
+            self._show_stored_telemetry(tab, self._workspace.store, run["run_id"])
 
     def _show_stored_telemetry(self, tab: KindTab, store: Any, run_id: str) -> None:
         """The storage telemetry stored with a run, on its own clock (nothing when none was kept)."""
@@ -268,7 +305,11 @@ class StoragePage(QtWidgets.QWidget):
         rows = [(row["t_ns"], row["source"], row["metric"], row["value"], row["unit"], row["method"])
                 for row in store.samples(run_id) if row.get("source") == "storage" and row.get("value") is not None]
         if rows:
-            tab.add_telemetry(rows, min(row[0] for row in rows))
+            tab.add_telemetry(rows, min(row[0] for row in rows), self._hub_sources())
+
+    def _hub_sources(self) -> list[dict[str, Any]]:
+        hub = self._workspace.hub
+        return list(getattr(hub, "sources", None) or []) if hub is not None else []
 
     def run_kind(self, kind: str | None = None) -> bool:
         """Start `kind`'s benchmark (default: the open tab's); False, with the reason shown, when it cannot."""
@@ -345,7 +386,7 @@ class StoragePage(QtWidgets.QWidget):
     def _draw_samples(self, rows: list[tuple]) -> None:
         tab = self.kind_tabs.get(self._running or "")
         if tab is not None:
-            tab.add_telemetry(rows, self._t0_ns)
+            tab.add_telemetry(rows, self._t0_ns, self._hub_sources())
 
     def _progress(self, kind: str, update: dict[str, Any]) -> None:
         if self._running == kind:
@@ -371,6 +412,9 @@ class StoragePage(QtWidgets.QWidget):
             lines += ["", "Worker traceback (last lines):", *outcome.traceback.strip().splitlines()[-6:]]
         tab.show_result(record.get("result"), lines, f"This run: {where} · {status}")
         self.status.setText("")
+        if status == "completed":  # the new run heads the stored list (its writer flushed before this signal)
+            self.reload()
+            tab.source.setText(f"This run: {where} · {status} (newest stored)")
         if run_id:
             self.sig_stored.emit(run_id)
 

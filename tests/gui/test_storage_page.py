@@ -67,6 +67,9 @@ def test_each_tab_shows_its_newest_stored_result_and_chart(qtbot, workspace, fak
     assert newest[:8] in feed.source.text() and "newest feed" in feed.source.text()
     assert "AU 93.5%" in feed.summary.toPlainText() and "Method: a fake kind" in feed.summary.toPlainText()
     assert feed.chart.data["max_passing"] == 5 and feed.chart.threshold_line is not None and feed.chart.star
+    assert feed.stored.count() == 2 and "newest feed" in feed.stored.itemText(0)
+    feed.stored.setCurrentIndex(1)  # an older stored result, picked from the list
+    assert feed.source.text().startswith("Stored: run") and "fake feed on tmpfs" in feed.source.text()
     cold = page.kind_tabs["coldstart"]
     assert cold.chart.data["categories"] == ["mmap", "buffered", "direct"] and len(cold.chart.bars) == 3  # to device: none measured, no bar
     assert "left out (not 0)" in cold.chart.note.text()
@@ -97,6 +100,7 @@ def test_run_stores_the_benchmark_and_draws_it(qtbot, workspace, fake_modules):
     run_id = stored_signal.args[0]
     assert page.running is None and workspace.measuring is None and tab.run_button.isEnabled()
     assert "Completed" in tab.progress_text.text() and run_id[:8] in tab.progress_text.text()
+    assert tab.stored.count() == 1 and tab.stored.itemText(0).startswith(run_id[:8])  # listed as stored
     assert tab.chart.data["categories"] == ["torch", "safetensors", "dcp"]
     workspace.writer.flush()
     with open_reader(workspace.db_path) as reader:
