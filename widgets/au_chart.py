@@ -33,7 +33,7 @@ class AuChart(QtWidgets.QWidget):
         self.title = QtWidgets.QLabel("Accelerator utilization vs emulated accelerators")
         self.title.setFont(theme.font(theme.TITLE_PT, bold=True))
         self.plot = pg.PlotWidget(background=theme.BACKGROUND)
-        self.plot.setMinimumHeight(220)
+        self.plot.setMinimumHeight(170)
         theme.style_plot(self.plot.getPlotItem(), "emulated accelerators", "AU (%)")
         self.note = QtWidgets.QLabel("")
         self.note.setWordWrap(True)

@@ -45,7 +45,7 @@ class IoHeatmap(QtWidgets.QWidget):
         top.addWidget(self.title, 1)
         top.addWidget(self.choice)
         self.plot = pg.PlotWidget(background=theme.BACKGROUND)
-        self.plot.setMinimumHeight(220)
+        self.plot.setMinimumHeight(170)
         theme.style_plot(self.plot.getPlotItem(), "queue depth (requests in flight)", "block size")
         self.plot.getPlotItem().showGrid(x=False, y=False)
         self.plot.setMouseEnabled(x=False, y=False)

@@ -38,7 +38,7 @@ class StackedStages(QtWidgets.QWidget):
         self.legend.setTextFormat(QtCore.Qt.TextFormat.RichText)
         self.legend.setFont(theme.font(theme.BASE_PT))
         self.plot = pg.PlotWidget(background=theme.BACKGROUND)
-        self.plot.setMinimumHeight(220)
+        self.plot.setMinimumHeight(170)
         theme.style_plot(self.plot.getPlotItem(), "", "seconds")
         self.plot.setMouseEnabled(x=False, y=False)
         self.note = QtWidgets.QLabel("")
