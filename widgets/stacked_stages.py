@@ -82,7 +82,9 @@ class StackedStages(QtWidgets.QWidget):
         entries = []
         for index, (name, values) in enumerate(segments):
             color = theme.PALETTE[index % len(theme.PALETTE)]
-            entries.append(f'<span style="color:{color}">■</span>&nbsp;{name}')
+            drawn = any(_finite(v) for v in values[:len(categories)])  # a segment never measured says so
+            entries.append(f'<span style="color:{color}">■</span>&nbsp;{name}' if drawn else
+                           f'<span style="color:{theme.MUTED}">□&nbsp;{name} (not measured)</span>')
             xs, heights, bottoms = [], [], []
             for col, value in enumerate(values[:len(categories)]):
                 if not _finite(value):
