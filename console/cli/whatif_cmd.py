@@ -169,7 +169,7 @@ def _storage_projection(store, run, onto: str) -> tuple[dict[str, Any], str]:
     from console.analysis.whatif import project_storage
 
     summary = run.get("summary") or {}
-    nested = summary.get("result")
+    nested = summary.get("storage_bench") or summary.get("result")  # a stored storage run keeps it under storage_bench
     facts = feed_facts(nested if isinstance(nested, dict) and nested.get("kind") == "feed" else summary)
     if facts is None:
         return {}, (f"RUN: run {run['run_id'][:8]} is neither an input-pipeline nor a storage feed run: --storage-onto "

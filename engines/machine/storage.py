@@ -2,8 +2,8 @@
 it back, delete it.
 
 "Cold" means this OS's page cache no longer held the file when the read began: the drop is
-posix_fadvise(POSIX_FADV_DONTNEED) after fsync, and where Linux offers preadv(RWF_NOWAIT) the drop is checked (a
-read that would have to wait for the disk proves the page is gone). Where the drop is impossible or did not
+posix_fadvise(POSIX_FADV_DONTNEED) after fsync, and the drop is checked by counting the file's cached pages
+(cachestat or mincore: engines/storage/pagecache.py, which looks without reading). Where the drop is impossible or did not
 take, the figure is labelled "warm" and the reason says why. In a virtual machine the host may still cache the
 disk image below this OS; the reason says so.
 
@@ -22,7 +22,6 @@ between them (the host below a VM, other tenants, this machine's CPU) when they 
 
 from __future__ import annotations
 
-import errno
 import os
 import random
 import shutil
@@ -214,7 +213,7 @@ def drop_from_cache(fd: int, size: int) -> tuple[str, str]:
         return "warm", f"posix_fadvise(DONTNEED) failed ({exc.strerror or exc}): the file is read from the cache"
     cached = _still_cached(fd, size)
     if cached is None:
-        return "cold", "page cache dropped with posix_fadvise(DONTNEED); not verified (no preadv RWF_NOWAIT here)"
+        return "cold", "page cache dropped with posix_fadvise(DONTNEED); not verified (neither cachestat, mincore nor RWF_NOWAIT here)"
     if cached:
         return "warm", "the page cache kept the file after posix_fadvise(DONTNEED) (this file system ignores it)"
     fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # the check may have started read-ahead: drop that too
@@ -222,19 +221,10 @@ def drop_from_cache(fd: int, size: int) -> tuple[str, str]:
 
 
 def _still_cached(fd: int, size: int) -> bool | None:
-    """Whether pages at the start, middle and end are still in the page cache; None when it cannot be asked."""
-    flag = getattr(os, "RWF_NOWAIT", None)
-    if flag is None or not hasattr(os, "preadv"):
-        return None
-    buffer = bytearray(PROBE)
-    for offset in (0, size // 2 // PROBE * PROBE, max(0, size - PROBE)):
-        try:
-            if os.preadv(fd, [buffer], offset, flag) > 0:
-                return True
-        except BlockingIOError:
-            continue  # EAGAIN: the page is not in memory
-        except OSError as exc:
-            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
-                return None
-            raise
-    return False
+    """Whether any page of the file is still in the page cache; None when it cannot be asked. Counted by
+    engines.storage.pagecache, which only looks (cachestat, mincore): a read probe (RWF_NOWAIT) starts read-ahead
+    on Linux 6.x and would warm the file it checks."""
+    from engines.storage.pagecache import cached_pages
+
+    count, _how = cached_pages(fd, size)
+    return None if count is None else count > 0

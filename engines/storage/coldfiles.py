@@ -14,10 +14,7 @@ the cold-start decomposition alike.
 
 from __future__ import annotations
 
-import ctypes
-import mmap
 import os
-import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -55,8 +52,8 @@ def drop(paths: Iterable[str | os.PathLike[str]], directory: str | os.PathLike[s
         finally:
             os.close(fd)
     how = f"{len(files)} file(s) fsynced and dropped from the page cache (posix_fadvise DONTNEED)"
-    return "cold", how + ("; not verified (mincore is not available here)" if unverified else
-                          ", checked page by page with mincore")
+    return "cold", how + ("; not verified (the page cache cannot be asked here)" if unverified else
+                          ", counted page by page (cachestat or mincore)")
 
 
 def files_under(directory: str | os.PathLike[str]) -> list[Path]:
@@ -66,39 +63,12 @@ def files_under(directory: str | os.PathLike[str]) -> list[Path]:
 
 # ---- Private API
 def _still_cached(fd: int, size: int) -> bool | None:
-    """Whether any page of the file is resident in the page cache (mincore on a mapping that touches nothing);
-    None where the OS cannot be asked. Not a read probe: a missed read (even with RWF_NOWAIT) starts read-ahead,
-    which would fill the cache it is checking."""
+    """Whether any page of the file is resident in the page cache (engines.storage.pagecache: cachestat, else
+    mincore on a mapping that touches nothing); None where the OS cannot be asked. Not a read probe: a missed read
+    (even with RWF_NOWAIT) starts read-ahead, which would fill the cache it is checking."""
+    from engines.storage.pagecache import cached_pages
+
     if size <= 0:
         return False
-    libc = _libc()
-    if libc is None:
-        return None
-    page = mmap.PAGESIZE
-    address = libc.mmap(None, ctypes.c_size_t(size), mmap.PROT_READ, mmap.MAP_SHARED, fd, ctypes.c_long(0))
-    if address in (None, ctypes.c_void_p(-1).value):
-        return None
-    try:
-        pages = (size + page - 1) // page
-        vector = (ctypes.c_ubyte * pages)()
-        if libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(size), vector) != 0:
-            return None
-        return any(byte & 1 for byte in vector)
-    finally:
-        libc.munmap(ctypes.c_void_p(address), ctypes.c_size_t(size))
-
-
-def _libc():
-    """libc with mmap/mincore/munmap typed, or None off Linux (or where it cannot be loaded)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                              ctypes.c_long]
-        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        return libc
-    except (OSError, AttributeError):
-        return None
+    count, _how = cached_pages(fd, size)
+    return None if count is None else count > 0

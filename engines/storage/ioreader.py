@@ -10,7 +10,7 @@ How a point is driven (the same shape fio's libaio engine gives with iodepth=QD,
 - sequential: the QD threads take consecutive blocks from one shared cursor (one stream with QD in flight),
   wrapping at the region's end; random: each thread picks block-aligned offsets uniformly in the region;
 - O_DIRECT (page-aligned buffers from mmap) where the file system accepts it; otherwise buffered, with the file
-  dropped from the page cache (posix_fadvise DONTNEED, checked with RWF_NOWAIT) before each read point, and the
+  dropped from the page cache (posix_fadvise DONTNEED, checked by counting cached pages) before each read point, and the
   point says whether the drop took;
 - writes overwrite the test file with incompressible blocks (random content, a counter in each block's first
   8 bytes so no two blocks are equal) and end with fsync, counted in the point's duration (fio's end_fsync);
@@ -140,7 +140,7 @@ def prepare_cache(path: str | os.PathLike, size: int, rw: str, direct: bool) -> 
         state, reason = drop_from_cache(fd, size)
     finally:
         os.close(fd)
-    return state, reason or "dropped from the page cache (posix_fadvise DONTNEED, checked with RWF_NOWAIT)"
+    return state, reason or "dropped from the page cache (posix_fadvise DONTNEED, checked by counting cached pages)"
 
 
 class ReaderPool:

@@ -1,6 +1,6 @@
 """Drop a file's pages from the page cache and prove they are gone, without bringing any back.
 
-Why not only preadv(RWF_NOWAIT) (the machine card's check): on this kernel (6.18, ext4) a NOWAIT read of a missing
+Why not only preadv(RWF_NOWAIT) (what the machine card used to check): on this kernel (6.18, ext4) a NOWAIT read of a missing
 page returns EAGAIN but STARTS read-ahead — the page was there 20 ms later in 20 of 20 files — so the probe itself
 warms the file it checks, and a later probe of another file finds pages a probe brought in (2% of file reads looked
 "still cached" that way). Two checks that only look:
