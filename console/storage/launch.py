@@ -95,6 +95,7 @@ def run_kind(kind: str, options: Mapping[str, Any], on_progress: Callable[[dict[
         _end(process)
         outcome = Outcome(kind, "cancelled", cause="interrupted (Ctrl+C)", error_kind="cancelled",
                           exit_code=process.exitcode)
+    _remove_sandbox_dir(outcome)
     outcome.started_ns = started_ns
     outcome.wall_s = (time.monotonic_ns() - started_ns) / 1e9
     with contextlib.suppress(Exception):
@@ -180,6 +181,15 @@ def _wait(kind: str, process: Any, messages: Any, on_progress: Callable[[dict[st
             outcome.error_kind = "died"
             outcome.cause = f"the {kind} worker {_death(process.exitcode)} {_progress_text(outcome)}"
             return outcome
+
+
+def _remove_sandbox_dir(outcome: Outcome) -> None:
+    """A sandboxed worker (a trusted TorchScript cold start) cannot delete its own folder: its starter does."""
+    result = getattr(outcome, "result", None)
+    if isinstance(result, dict) and isinstance(result.get("sandbox"), dict):
+        from engines.sandbox import remove_work_dir
+
+        remove_work_dir(result["sandbox"])
 
 
 def _next(messages: Any) -> tuple[str | None, Any]:
