@@ -84,7 +84,7 @@ METADATA = ["torch", "onnxruntime", "PySide6_Essentials", "shiboken6", "numpy", 
 
 
 def _registry_modules() -> list[str]:
-    """Every module named in the engine, model, scenario, telemetry and page registries (imported by name, so
+    """Every module named in the engine, model, scenario, telemetry, page and storage-kind registries (imported by name, so
     PyInstaller's import graph cannot see them: a page missing here is a ModuleNotFoundError in the bundle)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
@@ -97,6 +97,8 @@ def _registry_modules() -> list[str]:
     found += [target.partition(":")[0] for target in telemetry.SOURCES.values() if isinstance(target, str)]
     pages = importlib.import_module("console.ui.pages")  # the standard library only, by design
     found += [info.factory.partition(":")[0] for info in pages.PAGES if isinstance(info.factory, str)]
+    storage_cli = importlib.import_module("console.cli.storage_cmd")  # each storage kind's flags, by name
+    found += list(storage_cli.KIND_MODULES.values())
     return found
 
 
