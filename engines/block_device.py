@@ -84,7 +84,7 @@ def describe_dev(major: int, minor: int, sys_root: str = SYS, mountinfo: str = M
     if disk.startswith(_STACKED):
         out["physical"] = _physical(disk, sys_root, set())
     elif disk.startswith("loop"):
-        backing = _read(os.path.join(block, "loop", "backing_file"))
+        backing = read_sysfs(os.path.join(block, "loop", "backing_file"))
         out["backing_file"] = backing
         if backing:
             try:
@@ -93,8 +93,8 @@ def describe_dev(major: int, minor: int, sys_root: str = SYS, mountinfo: str = M
                 out["physical"] = [below["disk"]] if below.get("disk") else []
             except OSError:
                 pass
-    out["model"] = _read(os.path.join(block, "device", "model"))
-    rotational = _read(os.path.join(block, "queue", "rotational"))
+    out["model"] = read_sysfs(os.path.join(block, "device", "model"))
+    rotational = read_sysfs(os.path.join(block, "queue", "rotational"))
     out["rotational"] = rotational == "1" if rotational in ("0", "1") else None
     return out
 
@@ -131,7 +131,7 @@ def _kind(disk: str, block: str) -> str:
     if disk.startswith("vd"):
         return "virtio disk"
     if disk.startswith(("sd", "hd")):
-        return "HDD" if _read(os.path.join(block, "queue", "rotational")) == "1" else "SATA/SAS SSD"
+        return "HDD" if read_sysfs(os.path.join(block, "queue", "rotational")) == "1" else "SATA/SAS SSD"
     return "block device"
 
 
@@ -170,7 +170,8 @@ def _mount_of(major: int, minor: int, mountinfo: str) -> dict[str, str] | None:
     return None
 
 
-def _read(path: str) -> str | None:
+def read_sysfs(path: str) -> str | None:
+    """A sysfs/procfs file's text, stripped; None when it is missing, unreadable or empty."""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             return handle.read().strip() or None

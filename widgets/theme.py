@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from PySide6 import QtGui
+from PySide6 import QtGui, QtWidgets
 
 if TYPE_CHECKING:
     import pyqtgraph as pg
@@ -91,6 +91,15 @@ def __getattr__(name: str) -> Any:
         return getattr(_current, _COLOR_NAMES[name])
     except KeyError:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def caption_label() -> QtWidgets.QLabel:
+    """The small, muted, wrapped line under a chart that says how its figures were obtained."""
+    label = QtWidgets.QLabel("")
+    label.setWordWrap(True)
+    label.setFont(font(SMALL_PT))
+    label.setStyleSheet(f"color: {_current.muted};")
+    return label
 
 
 # ---- Choosing the scheme

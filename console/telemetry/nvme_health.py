@@ -19,6 +19,8 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
+from engines.block_device import read_sysfs
+
 SYS = "/sys"
 SMART_TIMEOUT_S = 3.0
 _CONTROLLER = re.compile(r"(nvme\d+)(?:c\d+)?n\d+(?:p\d+)?")
@@ -59,7 +61,7 @@ def temperature_inputs(sys_root: str = SYS) -> dict[str, str]:
     for entry in _listdir(hwmon):
         base = os.path.join(hwmon, entry)
         path = os.path.join(base, "temp1_input")
-        if _read(os.path.join(base, "name")) != "nvme" or not os.path.exists(path):
+        if read_sysfs(os.path.join(base, "name")) != "nvme" or not os.path.exists(path):
             continue
         target = os.path.basename(os.path.realpath(os.path.join(base, "device")))
         if re.fullmatch(r"nvme\d+", target):
@@ -69,7 +71,7 @@ def temperature_inputs(sys_root: str = SYS) -> dict[str, str]:
 
 def read_celsius(path: str) -> float | None:
     """An hwmon temperature file (millidegrees C) in °C; None when unreadable."""
-    text = _read(path)
+    text = read_sysfs(path)
     try:
         return int(text) / 1000.0 if text is not None else None
     except ValueError:
@@ -158,9 +160,3 @@ def _listdir(path: str) -> list[str]:
         return []
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read().strip() or None
-    except OSError:
-        return None
