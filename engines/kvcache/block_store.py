@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from engines.datafiles import filesystem_type
+
 
 # ---- Public API
 def open_store(target: str) -> DirectoryStore | RamStore:
@@ -90,7 +92,7 @@ class DirectoryStore(_Timings):
             raise RuntimeError(f"--kv-offload {root}: cannot write there ({exc.strerror or exc}). Fix: give a "
                                "writable directory on the storage to measure, or --kv-offload ram") from exc
         self.root = str(base)
-        self.filesystem = _filesystem(self.path)
+        self.filesystem = filesystem_type(self.path)
         # removed at close, or when the store is dropped (a failed or cancelled run), or at the worker's exit
         self._remove = weakref.finalize(self, shutil.rmtree, self.path, True)
 
@@ -207,21 +209,3 @@ def _read_state(reads: dict[str, int], filesystem: str | None) -> tuple[str, str
     if unknown == total:
         return "unknown", "this OS cannot tell whether a page is cached (no mincore)"
     return "mixed", f"{cold} cold, {warm} warm, {unknown} unknown of {total} block reads"
-
-
-def _filesystem(path: Path) -> str | None:
-    """The type of the file system holding `path` (the longest mount point above it in /proc/self/mounts)."""
-    try:
-        lines = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return None
-    target, best = os.path.realpath(path), (None, -1)
-    for line in lines:
-        parts = line.split()
-        if len(parts) < 3:
-            continue
-        mount = parts[1].replace("\\040", " ")
-        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
-        if inside and len(mount) > best[1]:
-            best = (parts[2], len(mount))
-    return best[0]

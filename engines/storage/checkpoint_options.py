@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from engines.storage.errors import StorageError
+from engines.storage.errors import StorageError, choice_list, whole_number
 from engines.storage.young import DEFAULT_MTBF_HOURS
 
 FORMAT_NAMES = ("torch", "safetensors", "dcp")
@@ -46,24 +46,11 @@ def validate(options: dict[str, Any]) -> dict[str, Any]:
     elif opts.get("shard_gb"):
         raise StorageError("--shard-gb sizes a synthetic shard; a catalog model's state is the size it is",
                            "drop --shard-gb, or use --size 1b|8b|70b instead of --model")
-    formats = opts.get("formats") or list(FORMAT_NAMES)
-    if isinstance(formats, str):
-        formats = [f.strip() for f in formats.split(",") if f.strip()]
-    unknown = [f for f in formats if f not in FORMAT_NAMES]
-    if unknown or not formats:
-        raise StorageError(f"unknown format(s) {', '.join(unknown) or '(none given)'}",
-                           f"choose from {','.join(FORMAT_NAMES)} (comma-separated)")
-    opts["formats"] = list(dict.fromkeys(formats))
-    ranks = opts.get("ranks", DEFAULT_RANKS)
-    if not isinstance(ranks, int) or isinstance(ranks, bool) or not 1 <= ranks <= MAX_RANKS:
-        raise StorageError(f"--ranks {ranks!r} is not a whole number from 1 to {MAX_RANKS}",
-                           "give the number of local processes DCP saves with, e.g. --ranks 2")
-    opts["ranks"] = ranks
-    rounds = opts.get("rounds", 1)
-    if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= MAX_ROUNDS:
-        raise StorageError(f"--rounds {rounds!r} is not a whole number from 1 to {MAX_ROUNDS}",
-                           "give how many times each format is measured (alternating the order), e.g. --rounds 3")
-    opts["rounds"] = rounds
+    opts["formats"] = choice_list(opts.get("formats"), FORMAT_NAMES, "format(s)")
+    opts["ranks"] = whole_number(opts.get("ranks", DEFAULT_RANKS), "--ranks", 1, MAX_RANKS,
+                                 "give the number of local processes DCP saves with, e.g. --ranks 2")
+    opts["rounds"] = whole_number(opts.get("rounds", 1), "--rounds", 1, MAX_ROUNDS,
+                                  "give how many times each format is measured (alternating the order), e.g. --rounds 3")
     mtbf = opts.get("mtbf_hours")
     opts["mtbf_hours"] = positive(DEFAULT_MTBF_HOURS if mtbf is None else mtbf, "--mtbf-hours")
     if opts.get("bytes_per_param") is not None:

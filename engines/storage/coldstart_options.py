@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.storage.coldstart_read import MODES
-from engines.storage.errors import StorageError
+from engines.storage.errors import StorageError, choice_list, whole_number
 
 MAX_ROUNDS = 9
 
@@ -25,19 +25,9 @@ def validate(options: dict[str, Any]) -> dict[str, Any]:
     if not path.is_file():
         raise StorageError(f"model file {path} does not exist or is not a file", "give the path of a model file")
     opts["file"] = str(path)
-    modes = opts.get("modes") or list(MODES)
-    if isinstance(modes, str):
-        modes = [m.strip() for m in modes.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in MODES]
-    if unknown or not modes:
-        raise StorageError(f"unknown read mode(s) {', '.join(unknown) or '(none given)'}",
-                           f"choose from {','.join(MODES)} (comma-separated)")
-    opts["modes"] = list(dict.fromkeys(modes))
-    rounds = opts.get("rounds", 1)
-    if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= MAX_ROUNDS:
-        raise StorageError(f"--rounds {rounds!r} is not a whole number from 1 to {MAX_ROUNDS}",
-                           "give how many times each mode is measured (alternating the order), e.g. --rounds 3")
-    opts["rounds"] = rounds
+    opts["modes"] = choice_list(opts.get("modes"), MODES, "read mode(s)")
+    opts["rounds"] = whole_number(opts.get("rounds", 1), "--rounds", 1, MAX_ROUNDS,
+                                  "give how many times each mode is measured (alternating the order), e.g. --rounds 3")
     opts["trust_code"] = bool(opts.get("trust_code"))
     device = str(opts.get("device") or "cpu")
     if device != "cpu" and not device.startswith("cuda"):
