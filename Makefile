@@ -38,7 +38,7 @@ test: lint
 BENCH_LONG := test_window_soak.py test_demo_soak.py test_cluster_overhead.py test_profiling_overhead.py \
 	test_machine_card.py
 bench: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/benchmarks -s --timeout=900 \
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/benchmarks -s --timeout=900 --durations=30 \
 		$(foreach f,$(BENCH_LONG),--ignore=tests/benchmarks/$(f))
 
 # test_confirmed_verdicts runs in both: short in `make bench` (about 3 minutes), CONFIRMED_VERDICTS=long here
