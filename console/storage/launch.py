@@ -123,7 +123,7 @@ def worker_main(target: str, options: dict[str, Any], messages: Any, parent_pid:
         messages.put(("result", json.loads(json.dumps(result, default=_not_plain))))
     except BaseException as exc:  # everything crosses back as data: the console never unpickles a foreign class
         fix = getattr(exc, "fix", None)
-        is_input = type(exc).__name__ == "StorageError"
+        is_input = type(exc).__name__ == "StorageError" or getattr(exc, "is_bad_input", False) is True
         text = getattr(exc, "message", None) if is_input else None
         messages.put(("error", {"error_kind": "bad-input" if is_input else "raised",
                                 "cause": text or f"{type(exc).__name__}: {exc}", "fix": fix or None,

@@ -1,0 +1,128 @@
+"""Start a collectives run's ranks as local processes (spawn context) and watch them until each returns its times.
+
+Why a watcher and not torch.multiprocessing.spawn: a rank that dies (the OOM killer, a crash in the backend) or
+hangs (a peer stopped, a transport that never answers) must end the run `failed` with the cause and the place it
+was at, not block the console's worker until its hour-long timeout. Each rank reports after every size; the
+watcher ends the run when a rank exits without its result, when one reports an error (after a moment, so a peer's
+death is named as the cause rather than the broken connection it left behind), or when no rank has reported for
+`stall_timeout_s`. Every rank is ended before this returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import queue
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from engines.collectives.options import format_size
+from engines.collectives.rank import free_port, run_rank
+
+POLL_S = 0.25
+ERROR_GRACE_S = 1.5  # after a rank's error, how long to look for a peer that died (the real cause)
+
+__all__ = ["run_local"]
+
+
+# ---- Public API
+def run_local(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+    """Each rank's run_rank output, in rank order; RuntimeError naming the rank and the cause otherwise."""
+    ranks = int(plan["ranks"])
+    ctx = multiprocessing.get_context("spawn")
+    messages = ctx.Queue()
+    port = free_port("127.0.0.1")
+    procs = [ctx.Process(target=_rank_main, args=(rank, plan, "127.0.0.1", port, messages), daemon=True,
+                         name=f"labconsole-collectives-rank{rank}") for rank in range(ranks)]
+    for proc in procs:
+        proc.start()
+    progress({"text": f"started {ranks} ranks (rendezvous 127.0.0.1:{port})", "fraction": 0.0,
+              "rank_pids": [p.pid for p in procs]})
+    try:
+        return _watch(procs, messages, plan, progress)
+    finally:
+        _end(procs)
+        with contextlib.suppress(Exception):
+            messages.close()
+
+
+# ---- Private API
+def _rank_main(rank: int, plan: dict[str, Any], addr: str, port: int, messages: Any) -> None:
+    try:
+        out = run_rank(rank, plan, addr, port, report=lambda update: messages.put(("progress", rank, update)))
+        messages.put(("result", rank, out))
+    except BaseException as exc:  # the watcher needs the cause as text: a torch exception may not unpickle
+        messages.put(("error", rank, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"))
+
+
+def _watch(procs: list[Any], messages: Any, plan: dict[str, Any],
+           progress: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+    stall = float(plan["stall_timeout_s"])
+    results: dict[int, dict[str, Any]] = {}
+    errors: dict[int, str] = {}
+    where = "before the first size was timed (joining the group)"
+    last_heard = time.monotonic()
+    first_error_at: float | None = None
+    while len(results) < len(procs):
+        try:
+            tag, rank, payload = messages.get(timeout=POLL_S)
+        except (queue.Empty, EOFError, OSError):
+            tag = rank = payload = None
+        now = time.monotonic()
+        if tag is not None:
+            last_heard = now
+            if tag == "result":
+                results[rank] = payload
+            elif tag == "error":
+                errors.setdefault(rank, payload)
+                first_error_at = first_error_at or now
+            elif tag == "progress":
+                where = f"{payload['op']} {format_size(payload['size_bytes'])} (step {payload['step']} of " \
+                        f"{payload['steps']})"
+                if rank == 0:
+                    progress({"text": f"{payload['op']} {format_size(payload['size_bytes'])}: "
+                                      f"{payload['time_us']:.1f} us", "fraction": payload["step"] / payload["steps"]})
+            continue
+        dead = [(rank, proc.exitcode) for rank, proc in enumerate(procs)
+                if proc.exitcode is not None and rank not in results and rank not in errors]
+        if dead:
+            rank, code = dead[0]
+            raise RuntimeError(f"rank {rank} {_death(code)} after {where}" + _others(errors))
+        if errors and now - (first_error_at or now) >= ERROR_GRACE_S:
+            rank = min(errors)
+            raise RuntimeError(f"rank {rank} failed after {where}: {errors[rank]}" + _others(errors, rank))
+        if now - last_heard > stall:
+            silent = [r for r, p in enumerate(procs) if r not in results]
+            raise RuntimeError(f"no rank reported for {stall:g} s after {where}: rank(s) "
+                               f"{', '.join(map(str, silent))} hang (a stopped peer, or a transport that never "
+                               "answers); raise stall_timeout_s only if one size really takes that long")
+    return [results[rank] for rank in range(len(procs))]
+
+
+def _others(errors: dict[int, str], skip: int | None = None) -> str:
+    rest = [f"rank {r}: {text}" for r, text in sorted(errors.items()) if r != skip]
+    return f" ({'; '.join(rest)})" if rest else ""
+
+
+def _death(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}" + (" (often the out-of-memory killer)" if name == "SIGKILL" else "")
+    return f"exited with code {code} without its times"
+
+
+def _end(procs: list[Any]) -> None:
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    deadline = time.monotonic() + 3.0
+    for proc in procs:
+        proc.join(max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():  # a stopped (SIGSTOP) or stuck rank ignores SIGTERM
+            proc.kill()
+            proc.join(2.0)
