@@ -153,7 +153,7 @@ def _host_memory(run: _Matrix, graph: Graph) -> None:
                            variant, links, f"host memory, node {reader_index} CPUs → node {memory_index} memory")
             entry["link_label"] = None
             run.measure(entry, lambda r=reader, m=placed, mi=memory_index: _node_copy(run.sizes, r, m, mi, allowed),
-                        _host_method, (None, ""))
+                        _host_method, (None, HOST_THEORETICAL))
 
 
 def _node_copy(sizes: Sizes, reader: dict, placed: dict, memory_index: int, allowed: set[int]) -> NodeCopy:
@@ -295,6 +295,12 @@ def _drive(run: _Matrix, graph: Graph, storage_dir: str | None) -> None:
         run.result["not_available"]["drive-read"] = "no storage directory chosen (--storage DIR)"
         return
     node, disk, why = drive_node(storage_dir, graph.nodes)
+    if disk is None:  # tmpfs accepts O_DIRECT since Linux 6.6: the read would be memory's, not a drive's
+        run.result["entries"].append(dict(
+            _entry("drive-read:unknown", "drive-read", None, None, "o_direct", [], f"drive → host memory, {storage_dir}",
+                   directory=storage_dir), median_gbs=None, spread=None, theoretical_gbs=None, efficiency=None,
+            method="", not_available=f"no drive to read: {why.split(': no disk counters')[0]} (choose a directory on a local disk with --storage DIR)"))
+        return
     if node is None:
         run.result["not_available"]["drive-read node"] = f"{disk}: {why}"
     numa = graph.numa_of(node)

@@ -63,11 +63,12 @@ class DriveRead:
 
 
 def drive_node(directory: str, nodes: dict[str, dict], sys_root: str = block_device.SYS,
-               mountinfo: str = block_device.MOUNTINFO) -> tuple[str | None, str, str]:
-    """(topology node id of the drive holding `directory` or None, the disk's description, why None)."""
+               mountinfo: str = block_device.MOUNTINFO) -> tuple[str | None, str | None, str]:
+    """(topology node id of the drive holding `directory` or None, the disk's description — None when the
+    directory is on no block device at all (tmpfs, NFS): there is no drive to read —, why the node is None)."""
     info = block_device.describe(directory, sys_root, mountinfo)
     if not info.get("disk"):
-        return None, block_device.label(info), info.get("reason") or "no block device found for the directory"
+        return None, None, info.get("reason") or "no block device found for the directory"
     disks = info.get("physical") or [info["disk"]]
     for disk in disks:
         for node in nodes.values():

@@ -4,7 +4,9 @@ The graph is engines.topology's contract (docs/topology.md): nodes with a `paren
 to a child `b`. A device's path to host memory is the chain of links into it and each of its ancestors; a transfer
 between two devices crosses both chains up to their closest common ancestor, unless an NVLink joins them directly.
 The rate a path promises is its slowest link's per-direction `theoretical_gbs` (from the link's maximum speed and
-width); None, with the link named, when any link on it has no theoretical rate — never guessed.
+width); None, with the link named, when a physical link on it has no theoretical rate — never guessed. A link with
+no speed at all in sysfs (the hop inside a PCIe switch, a VM's virtual bus) is not a physical link to read and does
+not count; a path made only of such links has no theoretical rate, with that reason.
 
 Pure Python on plain dicts: no torch, no sysfs.
 """
@@ -118,12 +120,20 @@ def ceiling(links: list[dict], what: str) -> tuple[float | None, str]:
             return None, f"NVLink {links[0].get('id')} has no theoretical rate in the topology"
         return float(sum(rates)), ""
     worst: float | None = None
+    unread = []
     for link in links:
         rate = link.get("theoretical_gbs")
+        if rate is None and not (link.get("max") or {}).get("speed_gts") and \
+                not (link.get("current") or {}).get("speed_gts"):
+            unread.append(link)  # no physical link to read (inside a switch, a virtual bus): not a limit we know
+            continue
         if rate is None:
             note = link.get("note") or "no maximum speed/width in sysfs"
             return None, f"link {link.get('id')} on the path has no theoretical rate ({note})"
         worst = float(rate) if worst is None else min(worst, float(rate))
+    if worst is None:
+        note = unread[0].get("note") or "no link speed in sysfs"
+        return None, f"no link on the path has a speed to read ({unread[0].get('id')}: {note})"
     return worst, ""
 
 
