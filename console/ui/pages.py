@@ -92,4 +92,5 @@ PAGES: list[PageInfo] = [
     PageInfo("machine", "Machine", "console.ui.machine_page:MachinePage"),
     PageInfo("compare", "Compare", "console.ui.compare_page:ComparePage"),
     PageInfo("storage", "Storage", "console.ui.storage_page:StoragePage"),
+    PageInfo("topology", "Topology", "console.ui.topology_page:TopologyPage"),
 ]

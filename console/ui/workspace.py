@@ -18,11 +18,13 @@ if TYPE_CHECKING:
     from console.telemetry.hub import TelemetryHub
 
 RUN, SWEEP, MACHINE, CONFIRM, STORAGE = "run", "sweep", "machine card", "confirmation", "storage benchmark"
-_KINDS = (RUN, SWEEP, MACHINE, CONFIRM, STORAGE)
+COLLECTIVES = "collectives benchmark"  # the Topology page's collectives run: its ranks use every core
+_KINDS = (RUN, SWEEP, MACHINE, CONFIRM, STORAGE, COLLECTIVES)
 _STOP = {RUN: "let it finish (or stop it, Esc)", SWEEP: "stop it first (Stop on the Sweeps page)",
          MACHINE: "let the machine card's measurement finish (Machine page)",
          CONFIRM: "let it finish (or Cancel it beside the verdict, Esc)",
-         STORAGE: "let it finish (or Stop it on the Storage page)"}
+         STORAGE: "let it finish (or Stop it on the Storage page)",
+         COLLECTIVES: "let it finish (or Cancel it on the Topology page)"}
 # (what is asked for, what is measuring) → (dialog title, why and what to do); the machine card's pairs follow.
 _REFUSALS = {
     (RUN, RUN): ("Run in progress", "A run is already in progress: stop it first (Esc)."),
@@ -43,6 +45,10 @@ _REFUSALS = {
                                                           "not disturb each other's figures.")
        for kind in _KINDS for busy in _KINDS
        if STORAGE in (kind, busy) and MACHINE not in (kind, busy) and CONFIRM not in (kind, busy)},
+    # collectives ranks load every core (and the GPUs with nccl)
+    **{(kind, busy): (f"{busy.capitalize()} in progress", f"A {busy} is measuring: {_STOP[busy]}, so the two do "
+                                                          "not disturb each other's figures.")
+       for kind in _KINDS for busy in _KINDS if COLLECTIVES in (kind, busy)},
 }
 
 
