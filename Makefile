@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 PACKAGE_STAMP := $(VENV)/.installed-package
 export QT_API := pyside6
 
-.PHONY: run test lint bench bench-long soak fuzz setup clean package package-check smoke
+.PHONY: run test lint bench bench-long soak fuzz setup clean package package-check smoke gpu-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -99,3 +99,9 @@ $(DEB): $(BUNDLE_DONE)
 # skipped otherwise, unless SMOKE_FLAGS=--require-deb as in CI).
 smoke: package
 	$(BIN)/python packaging/smoke_test.py --tarball $(TARBALL) --deb $(DEB) $(SMOKE_FLAGS)
+
+# The GPU acceptance check (docs/topology.md "GPU acceptance"): the console's own commands on this machine's NVIDIA
+# GPUs, one child process each, in a fresh temporary history; gpu-check.json holds every step. Without an NVIDIA GPU
+# every GPU step is skipped with the reason (exit 0); a failed step exits 1. Under 8 minutes on an 8-GPU box.
+gpu-check: $(STAMP)
+	$(BIN)/labconsole gpu-check --out gpu-check.json
