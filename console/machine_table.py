@@ -139,6 +139,61 @@ def repeats_text(card: dict[str, Any]) -> str:
             f"(≤ {precision.get('cap_s', 0):g} s each)")
 
 
+def link_rows(card: dict[str, Any]) -> list[dict[str, Any]]:
+    """The card's bandwidth matrix (card["links"], engines/topology/bandwidth.py) as rows: id, kind, label, value,
+    text, spread, theoretical (text: "of 31.5 GB/s, 77%" or why there is no rate), method, reason (why the path
+    was not measured), noise (why its interval stayed wide)."""
+    links = card.get("links")
+    if not isinstance(links, dict):
+        return []
+    rows = []
+    for entry in links.get("entries") or []:
+        value = entry.get("median_gbs")
+        spread = entry.get("spread") or None
+        if spread:
+            spread = {"min": spread.get("min"), "max": spread.get("max"), "cv": spread.get("cv"),
+                      "n": spread.get("repeats"), "interval": spread.get("interval_95"),
+                      "half_width": spread.get("half_width"), "level": 0.95}
+        theoretical = entry.get("theoretical_gbs")
+        if theoretical is None:
+            theory = f"theoretical rate: not available ({entry.get('theoretical_not_available') or 'not known'})"
+        elif entry.get("efficiency") is not None:
+            theory = f"of {format_value(theoretical, 'gbs')} theoretical, {entry['efficiency'] * 100:.0f}%"
+        else:
+            theory = f"theoretical {format_value(theoretical, 'gbs')}"
+        rows.append({"id": entry.get("id"), "kind": entry.get("kind"), "label": entry.get("label") or entry.get("id"),
+                     "value": value, "text": format_value(value, "gbs") if value is not None else "not available",
+                     "spread": format_spread(spread, "gbs") if value is not None else "", "theoretical": theory,
+                     "links": ", ".join(entry.get("link_ids") or []), "method": entry.get("method") or "",
+                     "reason": entry.get("not_available") or "",
+                     "noise": ((entry.get("spread") or {}).get("note") or "") if value is not None else ""})
+    return rows
+
+
+def link_lines(card: dict[str, Any]) -> list[str]:
+    """The bandwidth matrix as text lines for `labconsole machine`: each path's figure, spread, theoretical rate,
+    links crossed and method; then the paths and facts that are not available and why."""
+    links = card.get("links")
+    if not isinstance(links, dict):
+        reason = (card.get("not_available") or {}).get("links")
+        return ["", f"links: not available ({reason})"] if reason else []
+    lines = ["", f"{'link (bandwidth matrix)':44} {'GB/s':12} spread (median's 95% interval, cv, n)"]
+    missing = [f"  {what}: {why}" for what, why in (links.get("not_available") or {}).items()]
+    for row in link_rows(card):
+        if row["value"] is None:
+            missing.append(f"  {row['label']}: {row['reason']}")
+            continue
+        lines.append(f"{row['label'][:44]:44} {row['text']:12} {row['spread']}")
+        lines.append(f"{'':45}{row['theoretical']}" + (f"; crosses {row['links']}" if row["links"] else ""))
+        if row["method"]:
+            lines.append(f"{'':45}{row['method']}")
+        if row["noise"]:
+            lines.append(f"{'':45}noise: {row['noise']}")
+    if missing:
+        lines += ["links not available:", *missing]
+    return lines
+
+
 def card_title(card: dict[str, Any]) -> str:
     """"vm · cpu" — a card's host and target, the column heading when several are compared."""
     return f"{card.get('host') or '?'} · {card.get('target') or '?'}"

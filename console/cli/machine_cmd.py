@@ -75,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
 
 def card_lines(card: dict[str, Any]) -> list[str]:
     """The card as a table: ceiling, value, spread; the method on the line below; then what is missing."""
-    from console.machine_table import ceiling_rows, repeats_text
+    from console.machine_table import ceiling_rows, link_lines, repeats_text
 
     quick = "  [quick sizes: not ceilings]" if card.get("quick") else ""
     ends = "median's 95% interval" if card.get("precision") else "min – max"
@@ -97,7 +97,7 @@ def card_lines(card: dict[str, Any]) -> list[str]:
             lines.append(f"{'':31}noise: {row['noise']}")
     if missing:
         lines += ["", "not available:", *missing]
-    return lines
+    return lines + link_lines(card)
 
 
 def _fleet(args: argparse.Namespace) -> int:

@@ -81,6 +81,7 @@ def measure_card(target: str = "cpu", storage_dir: str | None = None, repeats: i
     _floors(card, device, torch, sizes)
     _storage(card, storage_dir, sizes)
     _host_to_device(card, device, torch, sizes)
+    _links(card, torch, storage_dir, quick)
     _noise_floor(card, sizes)
     card.say("done")
     return card.data
@@ -97,7 +98,7 @@ class _Card:
             "host": socket.gethostname(), "measured_at": _utc_now(), "quick": quick, "repeats": repeats,
             "peak_flops": {}, "memory_bandwidth_gbs": None, "call_floor_us": {}, "llc_bytes": None, "caches": {},
             "storage_read_gbs": None, "storage": None, "h2d_gbs": None, "device_memory_bandwidth_gbs": None,
-            "compute_thread_gain": None, "stream_thread_gain": None,
+            "compute_thread_gain": None, "stream_thread_gain": None, "links": None,
             "noise_floor": None, "spread": {}, "method": {}, "not_available": {},
             "precision": {"goal": GOAL, "level": 0.95, "cap_s": FIGURE_CAP_S[quick], "minimum_repeats": repeats}}
 
@@ -300,6 +301,27 @@ def _host_to_device(card: _Card, device: devices.Device, torch: Any, sizes: Size
                      lambda m, kind=kind: (f"tensor.copy_ of {m.size // MIB} MiB from {kind} host memory to "
                                            f"{device.target}, synchronised, best of {m.best_of} batches of "
                                            f"{_calls(m.batch.calls)} per repeat"))
+
+
+def _links(card: _Card, torch: Any, storage_dir: str | None, quick: bool) -> None:
+    """The bandwidth matrix (engines.topology.bandwidth): every link of this machine's topology graph a copy
+    crosses — host memory per NUMA pair, each GPU's host↔device and peer copies, the storage directory's drive —
+    measured against the link's theoretical rate; card["links"] is its dict, which `whatif --onto` and the
+    host-device-transfer verdict read."""
+    card.say("links: reading the topology")
+    try:
+        from engines.topology import discover
+        from engines.topology.bandwidth import measure_links
+
+        topology = discover("/")
+    except (ImportError, OSError, ValueError) as exc:
+        card.data["not_available"]["links"] = (f"the topology could not be read ({type(exc).__name__}: {exc}): no "
+                                               "bandwidth matrix")
+        return
+    card.data["links"] = measure_links(topology, quick=quick, progress=lambda text: card.say(f"links: {text}"),
+                                       storage_dir=storage_dir, torch=torch)
+    card.data["method"]["links"] = ("engines.topology.bandwidth.measure_links over engines.topology.discover('/'): "
+                                    "each entry's method says how it was measured")
 
 
 def _noise_floor(card: _Card, sizes: Sizes) -> None:

@@ -114,6 +114,7 @@ class _Matrix:
             entry["median_gbs"] = median
             entry["spread"] = {"repeats": spread["n"], "min": spread["min"], "max": spread["max"],
                                "cv": spread["cv"], "interval_95": spread["interval"],
+                               "half_width": spread["half_width"], "goal": goal,
                                "within_goal": spread["within_goal"], "note": spread["note"]}
             if theory[0]:
                 entry["efficiency"] = median / theory[0]
