@@ -52,9 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from console.analysis.compare import answer, compare
     from console.analysis.fingerprint import differences
+    from console.collectives.runs import is_collectives_run
     from console.history import HistoryError, open_reader
     from console.storage.figures import compare_figures, comparison_lines
     from console.storage.runs import is_storage_run
+
+    def has_figures(run: dict[str, Any]) -> bool:  # storage and collectives runs: compared by their figures
+        return is_storage_run(run) or is_collectives_run(run)
 
     try:
         with open_reader(db_path(args)) as store:
@@ -64,14 +68,14 @@ def main(args: argparse.Namespace) -> int:
                 if run is None:
                     return undecided(f"{option}: no run {ref!r} in the history (`labconsole history` lists them)")
                 latency_ns = store.latencies(run["run_id"])[1]
-                if latency_ns.size < 2 and not is_storage_run(run):  # a storage run still has its figures
+                if latency_ns.size < 2 and not has_figures(run):  # a storage run still has its figures
                     return undecided(f"{option}: run {run['run_id'][:8]} has {latency_ns.size} measured "
                                      "iterations; a comparison needs at least 2 in each run")
                 runs.append((run, latency_ns / 1e6))
     except HistoryError as exc:
         return undecided(exc)
     (run_a, a_ms), (run_b, b_ms) = runs
-    storage = compare_figures(run_a, run_b) if is_storage_run(run_a) or is_storage_run(run_b) else None
+    storage = compare_figures(run_a, run_b) if has_figures(run_a) or has_figures(run_b) else None
     if storage is not None and (args.interleave or a_ms.size < 2 or b_ms.size < 2):
         return _storage_figures_only(args, run_a, run_b, a_ms.size, b_ms.size, storage)
     result = compare(a_ms, b_ms, noise=args.noise, alpha=args.alpha)

@@ -23,6 +23,7 @@ from engines.collectives.rank import free_port, run_rank
 
 POLL_S = 0.25
 ERROR_GRACE_S = 1.5  # after a rank's error, how long to look for a peer that died (the real cause)
+STARTUP_S = 120.0  # added to the stall limit until a rank first reports: spawning and importing torch take time
 
 __all__ = ["run_local"]
 
@@ -62,7 +63,8 @@ def _watch(procs: list[Any], messages: Any, plan: dict[str, Any],
     stall = float(plan["stall_timeout_s"])
     results: dict[int, dict[str, Any]] = {}
     errors: dict[int, str] = {}
-    where = "before the first size was timed (joining the group)"
+    where = "before the first size was timed (starting, importing torch, joining the group)"
+    heard_any = False
     last_heard = time.monotonic()
     first_error_at: float | None = None
     while len(results) < len(procs):
@@ -72,14 +74,14 @@ def _watch(procs: list[Any], messages: Any, plan: dict[str, Any],
             tag = rank = payload = None
         now = time.monotonic()
         if tag is not None:
-            last_heard = now
+            last_heard, heard_any = now, True
             if tag == "result":
                 results[rank] = payload
             elif tag == "error":
                 errors.setdefault(rank, payload)
                 first_error_at = first_error_at or now
             elif tag == "progress":
-                where = f"{payload['op']} {format_size(payload['size_bytes'])} (step {payload['step']} of " \
+                where = f"after {payload['op']} {format_size(payload['size_bytes'])} (step {payload['step']} of " \
                         f"{payload['steps']})"
                 if rank == 0:
                     progress({"text": f"{payload['op']} {format_size(payload['size_bytes'])}: "
@@ -89,13 +91,13 @@ def _watch(procs: list[Any], messages: Any, plan: dict[str, Any],
                 if proc.exitcode is not None and rank not in results and rank not in errors]
         if dead:
             rank, code = dead[0]
-            raise RuntimeError(f"rank {rank} {_death(code)} after {where}" + _others(errors))
+            raise RuntimeError(f"rank {rank} {_death(code)} {where}" + _others(errors))
         if errors and now - (first_error_at or now) >= ERROR_GRACE_S:
             rank = min(errors)
-            raise RuntimeError(f"rank {rank} failed after {where}: {errors[rank]}" + _others(errors, rank))
-        if now - last_heard > stall:
+            raise RuntimeError(f"rank {rank} failed {where}: {errors[rank]}" + _others(errors, rank))
+        if now - last_heard > stall + (0.0 if heard_any else STARTUP_S):
             silent = [r for r, p in enumerate(procs) if r not in results]
-            raise RuntimeError(f"no rank reported for {stall:g} s after {where}: rank(s) "
+            raise RuntimeError(f"no rank reported for {now - last_heard:.0f} s {where}: rank(s) "
                                f"{', '.join(map(str, silent))} hang (a stopped peer, or a transport that never "
                                "answers); raise stall_timeout_s only if one size really takes that long")
     return [results[rank] for rank in range(len(procs))]
