@@ -40,6 +40,7 @@ SCHEMAS: dict[str, str] = {
     "rules": "labconsole.rules/1",
     "storage": "labconsole.storage/1",  # the stored storage run: run_id, status, options, the kind's result
     "gpu-check": "labconsole.gpu-check/1",  # machine, versions, steps (status, reason, figures), summary
+    "topology": "labconsole.topology/1",  # the machine graph (nodes, links, gpu_matrix); graph_schema = the graph's own
 }
 # Commands that take --json (from the shared options) but print no JSON document: export writes files (its
 # `--format json` file carries its own "format" and "version"), self-test writes result.json into --out.

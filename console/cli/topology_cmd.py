@@ -63,7 +63,9 @@ def main(args: argparse.Namespace) -> int:
         if args.check_links:
             check_links_under_load(graph, default_load(graph, root=args.root), root=args.root)
     if args.json:
-        emit_json(graph)
+        # The CLI document names itself like every --json document; the graph's own version is graph_schema.
+        emit_json({"schema": "labconsole.topology/1", "graph_schema": graph.get("schema"),
+                   **{k: v for k, v in graph.items() if k != "schema"}})
     elif args.dot:
         sys.stdout.write(to_dot(graph))
     else:

@@ -195,6 +195,7 @@ def test_cli_json_dot_and_exit_codes(tmp_path):
     done = _cli("--root", str(root), "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
+    assert data["schema"] == "labconsole.topology/1" and data["graph_schema"] == 1
     assert data["host"] == "dual-e5-2680" and {n["kind"] for n in data["nodes"]} >= {"nvme", "nic", "numa"}
     dot = _cli("--root", str(root), "--dot")
     assert dot.stdout.startswith("graph ") and '"pci:0000:83:00.0"' in dot.stdout
@@ -224,3 +225,35 @@ def test_live_json_agrees_with_lscpu_and_lspci():
     lspci = {line.split()[0] for line in subprocess.run(["lspci", "-D"], capture_output=True, text=True,
                                                         check=True).stdout.splitlines() if line.strip()}
     assert {n["attrs"]["bdf"] for n in topo["nodes"] if "bdf" in n["attrs"]} == lspci
+
+
+def test_capture_round_trip_reads_the_same_graph(tmp_path):
+    from engines.topology.capture import capture
+    from tests.fixtures.topology.materialize import write_tree
+
+    if not os.path.isdir("/sys/devices/system/cpu"):
+        pytest.skip("no /sys/devices/system/cpu on this machine")
+    write_tree(capture("/"), tmp_path / "copy")
+    live, copy = discover("/", nvml=None), discover(str(tmp_path / "copy"), nvml=None)
+
+    def shape(topo):
+        return ([(n["id"], n["kind"], n["parent"], {k: v for k, v in n["attrs"].items() if k != "host"})
+                 for n in topo["nodes"] if n["kind"] != "machine"],
+                [(x["id"], x["state"], x["current"], x["max"]) for x in topo["links"]])
+
+    assert shape(copy) == shape(live)
+
+
+def test_max_is_the_lower_end_and_gen6_says_how_it_counts():
+    from engines.topology.pcie import link_for
+
+    port = {"bdf": "0000:00:01.0", "parent": "hostbridge:0000:00", "class": 0x060400,
+            "current": {"speed_gts": 8.0, "width": 16}, "max": {"speed_gts": 8.0, "width": 16}}
+    card = {"bdf": "0000:01:00.0", "parent": "0000:00:01.0", "class": 0x030200,
+            "current": {"speed_gts": 8.0, "width": 16}, "max": {"speed_gts": 16.0, "width": 16}}
+    wire = link_for(card, port, "pcie-root-port")
+    assert wire["max"] == {"speed_gts": 8.0, "width": 16} and "limited by the upstream port" in wire["note"]
+    assert wire["theoretical_gbs"] == pytest.approx(15.754, abs=1e-3)
+    gen6 = dict(card, current={"speed_gts": 64.0, "width": 16}, max={"speed_gts": 64.0, "width": 16})
+    fast_port = dict(port, max={"speed_gts": 64.0, "width": 16})
+    assert "FLIT" in link_for(gen6, fast_port, "pcie-root-port")["note"]
