@@ -137,11 +137,16 @@ def collectives(ctx: Context) -> tuple[str, str, dict[str, Any]]:
     if gpus < 2 or len(ctx.cuda) < 2:
         have = f"NVML lists {gpus}, {len(ctx.cuda)} usable as CUDA targets" if gpus else _no_gpu(ctx)
         return SKIPPED, f"NCCL collectives need at least 2 GPUs ({have})", {}
-    done = ctx.cli(["collectives", "--backend", "nccl", "--ranks", str(len(ctx.cuda)), "--json"],
-                   TIMEOUTS["collectives"])
+    # two ops (the ring-heavy all-reduce and all-gather) up to 256 MiB, where NVLink's bus bandwidth levels off;
+    # the command's own --timeout stops it cleanly before ours kills it
+    limit = TIMEOUTS["collectives"]
+    done = ctx.cli(["collectives", "--backend", "nccl", "--ranks", str(len(ctx.cuda)), "--ops",
+                    "all-reduce,all-gather", "--sizes", "8B..256MiB", "--trials", "3", "--timeout",
+                    f"{limit - 30:g}", "--json"], limit)
     if done.rc == 2 and "invalid choice" in done.stderr:
         return FAIL, "this build has no `labconsole collectives` command", {}
-    return judge_collectives(ctx.document(done, "labconsole collectives --backend nccl"), len(ctx.cuda))
+    return judge_collectives(ctx.document(done, "labconsole collectives --backend nccl", ok_codes=(0, 1)),
+                             len(ctx.cuda))
 
 
 # ---- Public API: judges
@@ -243,10 +248,14 @@ def judge_topology(graph: dict[str, Any], nvidia: dict[str, Any]) -> tuple[str, 
 
 
 def judge_collectives(found: dict[str, Any], ranks: int) -> tuple[str, str, dict[str, Any]]:
-    result = found.get("result") if isinstance(found.get("result"), dict) else found
+    result = found.get("result") if isinstance(found.get("result"), dict) else found  # the run's, or bare
     rows = (result.get("ops") or {}).get("all-reduce") or []
     figures = {"run_id": found.get("run_id"), "backend": result.get("backend"), "ranks": result.get("ranks"),
                "figures": result.get("figures"), "sizes": len(rows)}
+    if found.get("status") not in (None, "completed"):
+        fix = f" (fix: {found['fix']})" if found.get("fix") else ""
+        return FAIL, f"the collectives run ended {found['status']}: {found.get('cause') or 'no cause given'}{fix}", \
+            figures
     if result.get("backend") != "nccl" or result.get("ranks") != ranks:
         return FAIL, f"ran {result.get('backend')} with {result.get('ranks')} ranks, not nccl with {ranks}", figures
     bad = [r.get("size_bytes") for r in rows if not _positive(r.get("busbw_gbs"))]

@@ -86,7 +86,7 @@ def _topology(gpus: int, nvlink: bool = True) -> dict:
 
 
 def _collectives(ranks: int) -> dict:
-    return {"schema": "labconsole.collectives/1", "run_id": "coll-1", "result": {
+    return {"schema": "labconsole.collectives/1", "run_id": "coll-1", "status": "completed", "result": {
         "kind": "collectives", "backend": "nccl", "ranks": ranks,
         "ops": {"all-reduce": [{"size_bytes": 8, "busbw_gbs": 0.001}, {"size_bytes": 1 << 30, "busbw_gbs": 360.0}]},
         "figures": {"all_reduce_peak_busbw_gbs": 360.0}}}
@@ -156,7 +156,7 @@ def test_a_two_gpu_nvlink_machine_passes_every_step_with_its_figures(tmp_path):
     db = str(tmp_path / "h.db")
     assert argv["run"][:2] == ["--db", db] and "--until-stable" in argv["run"]  # the fresh history, every writer
     assert argv["machine"][:2] == ["--db", db] and "--quick" not in argv["machine"]
-    assert argv["collectives"][-4:] == ["--backend", "nccl", "--ranks", "2", "--json"][-4:]
+    assert argv["collectives"][2:7] == ["collectives", "--backend", "nccl", "--ranks", "2"]
     assert steps["run-torch"]["commands"][0]["argv"][0] == "labconsole"
 
 
@@ -198,14 +198,24 @@ def test_a_command_that_hangs_crashes_or_is_missing_fails_its_step_only(tmp_path
     fake = FakeCli(2, telemetry=Completed(None, "", "", 60.0, timed_out=True),
                    machine=Completed(1, "", "Traceback …\nRuntimeError: CUDA error: out of memory\n", 3.0),
                    topology=Completed(2, "", "labconsole: error: argument command: invalid choice: 'topology'", 0.4),
-                   collectives=lambda: 1 / 0)
+                   collectives=lambda: 1 / 0, **{"run-torch": Completed(1, json.dumps(
+                       {"status": "failed", "message": "CUDA error: no kernel image is available"}), "", 9.0)})
     steps = _steps(_check(fake, _nvidia(2), tmp_path))
     assert steps["nvml-telemetry"]["reason"] == "`labconsole telemetry --source nvml --json` did not finish within " \
                                                 "60 s and was stopped"
     assert steps["machine-card"]["reason"].endswith("exited 1: RuntimeError: CUDA error: out of memory")
     assert steps["topology"]["reason"] == "this build has no `labconsole topology` command"
     assert steps["nccl-collectives"]["reason"].startswith("gpu-check error in this step: ZeroDivisionError")
-    assert steps["run-torch"]["status"] == "pass" and steps["run-onnxruntime"]["status"] == "pass"
+    assert steps["run-torch"]["reason"] == "the run ended failed: CUDA error: no kernel image is available"
+    assert steps["run-onnxruntime"]["status"] == "pass"
+
+
+def test_a_collectives_run_that_did_not_complete_fails_with_its_cause_and_fix(tmp_path):
+    failed = {"run_id": "c", "status": "failed", "result": None, "cause": "NCCL WARN Cuda failure 'out of memory'",
+              "fix": "free GPU memory"}
+    steps = _steps(_check(FakeCli(2, collectives=Completed(1, json.dumps(failed), "", 20.0)), _nvidia(2), tmp_path))
+    assert steps["nccl-collectives"]["reason"] == ("the collectives run ended failed: NCCL WARN Cuda failure 'out of "
+                                                   "memory' (fix: free GPU memory)")
 
 
 def test_the_budget_caps_each_command_and_steps_after_it_fail_unstarted(tmp_path):
