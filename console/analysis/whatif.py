@@ -160,11 +160,47 @@ def _floor(card: dict[str, Any], engine: str) -> float:
 
 
 def _transfer_ratio(from_card: dict[str, Any], to_card: dict[str, Any], notes: list[str]) -> float:
-    a, b = (_num((c.get("h2d_gbs") or {}).get("pinned")) for c in (from_card, to_card))
+    (a, a_source), (b, b_source) = transfer_figure(from_card), transfer_figure(to_card)
     if a and b:
+        said = f"copies scaled by the pinned host→device ratio: source {a_source}; target {b_source}"
+        if said not in notes:
+            notes.append(said)
         return a / b
-    notes.append("host↔device bandwidth missing on a card: transfer time kept as measured")
+    missing = "host↔device bandwidth missing on a card: transfer time kept as measured"
+    if missing not in notes:
+        notes.append(missing)
     return 1.0
+
+
+def transfer_figure(card: dict[str, Any]) -> tuple[float | None, str]:
+    """A card's pinned host→device GB/s for its target GPU and where it came from (said in the projection).
+
+    The bandwidth matrix's measured link for that GPU (card["links"], engines/topology/bandwidth.py: nvbandwidth's
+    method, against the PCIe link it crosses) when the card has it; else the card's own h2d_gbs.pinned; else None.
+    """
+    entry = link_entry(card, "h2d", "pinned")
+    if entry is not None:
+        via = f"{entry['link_label']} to " if entry.get("link_label") else ""
+        return float(entry["median_gbs"]), (f"the measured link {via}{entry.get('device')} "
+                                             f"({entry['median_gbs']:.3g} GB/s pinned, bandwidth matrix)")
+    value = _num((card.get("h2d_gbs") or {}).get("pinned"))
+    if value:
+        return value, f"the card's h2d_gbs.pinned ({value:.3g} GB/s; no measured link for {card.get('target', '?')})"
+    return None, ""
+
+
+def link_entry(card: dict[str, Any], kind: str, variant: str, target: str | None = None) -> dict[str, Any] | None:
+    """The card's bandwidth-matrix entry of `kind`/`variant` for `target` (default: the card's target GPU),
+    measured; None otherwise."""
+    target = str(target or card.get("target") or "")
+    if not target.startswith("cuda"):
+        return None
+    target = "cuda:0" if target == "cuda" else target
+    for entry in (card.get("links") or {}).get("entries") or []:
+        if entry.get("kind") == kind and entry.get("variant") == variant and entry.get("device") == target \
+                and _num(entry.get("median_gbs")):
+            return entry
+    return None
 
 
 def _storage_ratio(from_card: dict[str, Any], to_card: dict[str, Any], notes: list[str]) -> float:
@@ -202,7 +238,8 @@ def _method(from_card: dict[str, Any], to_card: dict[str, Any], precision: str, 
     text = (f"{where}, {precision}: each op's time × the ratio of the roof that binds it on the source card "
             "(compute: peak FLOP/s; memory: measured bandwidth; cache-resident: peak FLOP/s, as cache bandwidth "
             "grows with cores), floored at what the target's roof allows; ops within 3 call floors per call and "
-            "time outside ops × the engines' call-floor ratio; copies × the pinned host→device ratio; "
+            "time outside ops × the engines' call-floor ratio; copies × the pinned host→device ratio (the card's "
+            "measured link to its GPU when it has the bandwidth matrix, else h2d_gbs: the notes say which); "
             f"{scaling}; latency = measured p50 × projected ÷ profiled time per iteration")
     if wait:
         text += f"; input wait ({wait:.0%} of the time) × the storage read ratio"
