@@ -62,14 +62,15 @@ def read_numa(tree: Tree, cpus: dict[int, dict[str, Any]]) -> tuple[dict[int, di
         if found:
             memory = int(found.group(1)) * 1024
         node_cpus = [c for c in parse_cpulist(tree.read(f"{NODE_DIR}/{name}/cpulist")) if c in cpus]
-        nodes[node] = {"cpus": node_cpus, "memory_bytes": memory}
+        distances = [int(d) for d in (tree.read(f"{NODE_DIR}/{name}/distance") or "").split() if d.isdigit()]
+        nodes[node] = {"cpus": node_cpus, "memory_bytes": memory, "distances": distances}
     if nodes:
         return nodes, None
     memory = None
     found = re.search(r"MemTotal:\s+(\d+)\s*kB", tree.read("proc/meminfo") or "")
     if found:
         memory = int(found.group(1)) * 1024
-    return {0: {"cpus": sorted(cpus), "memory_bytes": memory}}, (
+    return {0: {"cpus": sorted(cpus), "memory_bytes": memory, "distances": []}}, (
         f"no {NODE_DIR}/node* (a kernel without NUMA support): one node with every CPU, memory from /proc/meminfo")
 
 
@@ -126,7 +127,8 @@ def cpu_graph(tree: Tree) -> tuple[list[dict], list[dict], dict[str, str], dict[
                       "attrs": {"memory_bytes": info["memory_bytes"], "cpus": format_cpulist(members),
                                 "cores": len(cores), "threads": len(members), "smt": smt,
                                 "caches": dict(sorted(caches.items())),
-                                "cache_instances": dict(sorted(instances.items())), "note": note}})
+                                "cache_instances": dict(sorted(instances.items())),
+                                "distances": info["distances"], "note": note}})
         links.append({"id": f"mem:{node_id}", "kind": "memory", "a": parent, "b": node_id, "current": None,
                       "max": None, "theoretical_gbs": None, "current_gbs": None, "state": "unknown",
                       "note": "memory bandwidth is measured by the bandwidth matrix (engines.topology.bandwidth), "

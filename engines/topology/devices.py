@@ -52,6 +52,21 @@ def nics_by_bdf(tree: Tree) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def blocks_by_bdf(tree: Tree) -> dict[str, list[str]]:
+    """{bdf: [whole-disk block names]} from /sys/class/block (SATA, virtio, SCSI disks; partitions skipped)."""
+    out: dict[str, list[str]] = {}
+    for name in tree.listdir("sys/class/block"):
+        base = f"sys/class/block/{name}"
+        if tree.exists(f"{base}/partition") or not tree.exists(f"{base}/device"):
+            continue
+        parts = tree.real(f"{base}/device").split("/")
+        bdf = next((p for p in reversed(parts) if re.fullmatch(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", p)),
+                   None)
+        if bdf is not None:
+            out.setdefault(bdf, []).append(name)
+    return out
+
+
 def classify(fn: dict[str, Any], nvme: dict[str, dict], nics: dict[str, list]) -> tuple[str, str, dict[str, Any]]:
     """(kind, label, extra attrs) of one non-bridge function."""
     cls = fn["class"] or 0

@@ -62,6 +62,7 @@ def _pci_graph(tree: Tree, functions: dict[str, dict], numa_ids: dict[int, str])
     roles = pcie.roles(functions)
     nvme = devices.nvme_by_bdf(tree)
     nics = devices.nics_by_bdf(tree)
+    blocks = devices.blocks_by_bdf(tree)
     nodes: list[dict] = []
     links: list[dict] = []
     bridges: dict[str, list[str]] = {}
@@ -85,6 +86,9 @@ def _pci_graph(tree: Tree, functions: dict[str, dict], numa_ids: dict[int, str])
         extra: dict[str, Any] = {}
         if kind is None:
             kind, label, extra = devices.classify(fn, nvme, nics)
+            if kind == "pcie-device" and blocks.get(bdf):
+                extra["blocks"] = sorted(blocks[bdf])
+                label += f" (block {', '.join(extra['blocks'])})"
         else:
             label = {"pcie-root-port": "PCIe root port", "pcie-switch": "PCIe switch (upstream port)",
                      "pcie-bridge": "PCIe bridge"}[kind] + f" {bdf}"

@@ -61,9 +61,8 @@ class Tree:
         full = self.path(rel)
         if not os.path.islink(full):
             return None
-        if self.recording:
-            self.real(os.path.dirname(rel.strip("/")))
-            self.links[self.real(os.path.dirname(rel.strip("/"))) + "/" + os.path.basename(rel)] = os.readlink(full)
+        if self.recording:  # keyed by the link's real folder, as real() keys the links it meets
+            self.links[f"{self.real(os.path.dirname(rel.strip('/')))}/{os.path.basename(rel)}"] = os.readlink(full)
         return os.path.basename(os.readlink(full).rstrip("/"))
 
     def real(self, rel: str) -> str:

@@ -56,6 +56,7 @@ def test_dual_socket_localities(tmp_path):
     assert numa1["attrs"]["memory_bytes"] == 16777216 * 1024
     assert numa1["attrs"]["caches"] == {"L1d": 32768, "L1i": 32768, "L2": 262144, "L3": 20 << 20}
     assert numa1["attrs"]["cache_instances"]["L3"] == 1 and numa1["attrs"]["cache_instances"]["L2"] == 8
+    assert numa1["attrs"]["distances"] == [21, 10]  # the SLIT row: remote first, local 10
     nvme = by_id(topo, "pci:0000:83:00.0")
     assert nvme["kind"] == "nvme" and nvme["attrs"]["numa_node"] == 1 and nvme["attrs"]["block"] == "nvme0n1"
     assert nvme["attrs"]["model"] == "INTEL SSDPEDMD400G4" and nvme["attrs"]["driver"] == "nvme"
@@ -174,6 +175,8 @@ def test_vm_capture_matches_its_live_reading(tmp_path):
     nic = by_id(topo, "pci:0000:00:03.0")
     assert nic["kind"] == "nic" and nic["attrs"]["ifname"] == "eth0" and nic["attrs"]["numa_node"] is None
     assert "-1" in nic["attrs"]["note"]
+    disk = by_id(topo, "pci:0000:00:02.0")  # the virtio disk: not NVMe, but its block name is found
+    assert disk["kind"] == "pcie-device" and disk["attrs"]["blocks"] == ["vda"]
     assert all(x["state"] == "unknown" for x in topo["links"])  # virtual bus: no link attributes, none invented
 
 
