@@ -23,7 +23,7 @@ MAX_SIZE = 16 * 1024**3
 MAX_SIZES = 64
 DEFAULTS: dict[str, Any] = {"ranks": 2, "backend": "gloo", "ops": list(OPS), "sizes": "8B..64MiB", "iters": 20,
                             "warmup": 5, "trials": 5, "cluster": None, "rank_time": "max", "stall_timeout_s": 300.0,
-                            "dtype": "float32"}
+                            "place_timeout_s": 60.0, "dtype": "float32"}
 ELEMENT_SIZE = 4  # float32: the only type timed (nccl-tests' default too)
 
 __all__ = ["normalize", "parse_size", "parse_sizes", "format_size", "DEFAULTS", "BACKENDS"]
@@ -59,6 +59,11 @@ def normalize(options: Mapping[str, Any] | None) -> dict[str, Any]:
         raise CollectivesError(f"stall_timeout_s {stall!r} is not a number of seconds from 1 to 86400",
                                "give how long a silent rank may take before the run is ended (e.g. 300)")
     out["stall_timeout_s"] = float(stall)
+    place = out["place_timeout_s"]
+    if isinstance(place, bool) or not isinstance(place, (int, float)) or not 1 <= place <= 3600:
+        raise CollectivesError(f"place_timeout_s {place!r} is not a number of seconds from 1 to 3600",
+                               "give how long Ray may take to place every rank (e.g. 60)")
+    out["place_timeout_s"] = float(place)
     cluster = out["cluster"]
     if cluster is not None and (not isinstance(cluster, str) or not cluster.strip()):
         raise CollectivesError(f"--cluster {cluster!r} is not an address", "give the head's HOST:PORT, or auto")

@@ -14,6 +14,7 @@ speed). Before timing each op the rank checks one small result against what the 
 from __future__ import annotations
 
 import datetime
+import os
 import socket
 import time
 from collections.abc import Callable
@@ -39,7 +40,7 @@ def run_rank(rank: int, plan: dict[str, Any], master_addr: str, master_port: int
     dist.init_process_group(backend, init_method=f"tcp://{_host_for_url(master_addr)}:{master_port}", rank=rank,
                             world_size=ranks, timeout=datetime.timedelta(seconds=float(plan["stall_timeout_s"])))
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-    out: dict[str, Any] = {"rank": rank, "host": socket.gethostname(), "device": str(device),
+    out: dict[str, Any] = {"rank": rank, "host": os.environ.get("LABCONSOLE_HOSTNAME") or socket.gethostname(), "device": str(device),
                            "torch": torch.__version__, "times": {}, "skipped": {}, "checked": {}}
     try:
         total = len(plan["ops"]) * len(plan["sizes_bytes"])

@@ -15,8 +15,6 @@ from typing import Any
 
 from engines.collectives.errors import CollectivesError
 
-PLACE_TIMEOUT_S = 60.0
-
 __all__ = ["run_ray", "RankActor"]
 
 
@@ -45,7 +43,7 @@ def run_ray(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None]) ->
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    ranks, address = int(plan["ranks"]), plan["cluster"]
+    ranks, address, wait_s = int(plan["ranks"]), plan["cluster"], float(plan["place_timeout_s"])
     if not ray.is_initialized():
         ray.init(address=address, namespace="labconsole", log_to_driver=False, logging_level="WARNING")
     bundle = {"CPU": 1.0, "GPU": 1.0} if plan["backend"] == "nccl" else {"CPU": 1.0}
@@ -54,10 +52,10 @@ def run_ray(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None]) ->
     actors: list[Any] = []
     try:
         try:
-            ray.get(group.ready(), timeout=PLACE_TIMEOUT_S)
+            ray.get(group.ready(), timeout=wait_s)
         except ray.exceptions.GetTimeoutError:
             raise CollectivesError(
-                f"the cluster at {address} could not place {ranks} ranks of {bundle} within {PLACE_TIMEOUT_S:g} s "
+                f"the cluster at {address} could not place {ranks} ranks of {bundle} within {wait_s:g} s "
                 f"(it has {ray.cluster_resources()})", "ask for fewer --ranks, or add nodes with free CPUs/GPUs"
             ) from None
         progress({"text": f"placed {ranks} ranks on the cluster", "fraction": 0.0})
@@ -65,7 +63,7 @@ def run_ray(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None]) ->
         actors = [remote.options(num_cpus=bundle["CPU"], num_gpus=bundle.get("GPU", 0),
                                  scheduling_strategy=PlacementGroupSchedulingStrategy(
                                      group, placement_group_bundle_index=rank)).remote() for rank in range(ranks)]
-        ip, port, host = ray.get(actors[0].address.remote(), timeout=PLACE_TIMEOUT_S)
+        ip, port, host = ray.get(actors[0].address.remote(), timeout=max(wait_s, 60.0))
         progress({"text": f"rank 0 on {host} ({ip}): rendezvous {ip}:{port}", "fraction": 0.0})
         refs = [actor.run.remote(rank, plan, ip, port) for rank, actor in enumerate(actors)]
         return _collect(ray, refs, plan, progress)
