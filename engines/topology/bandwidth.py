@@ -285,9 +285,11 @@ def _gpus(run: _Matrix, graph: Graph, torch: Any) -> None:
 
 
 def _on_cpus(cpus: list[int], numa: int | None) -> str:
-    if not cpus:
-        return " (the worker's CPUs: the GPU's NUMA node is not known)"
-    return f" allocated and driven from NUMA node {numa}'s CPUs (the GPU's node)"
+    if cpus:
+        return f" allocated and driven from NUMA node {numa}'s CPUs (the device's node)"
+    if numa is None:
+        return " from the worker's CPUs (the device's NUMA node is not known)"
+    return f" from the worker's CPUs (it may not run on NUMA node {numa}'s, the device's node)"
 
 
 # ---- a drive
