@@ -130,8 +130,15 @@ def _apply_nvml(nodes: list[dict], links: list[dict], facts: dict | None, not_av
             count = entry["links"]
             version = f"NVLink{entry['version']}" if entry["version"] else "NVLink (version not reported)"
             remote = by_id.get(f"pci:{b}")
-            if remote is not None and remote["kind"] != "gpu":
+            if not entry.get("to_gpu", True):
+                if remote is None:
+                    remote = {"id": f"pci:{b}", "kind": "pcie-device", "label": f"NVSwitch {b}", "parent": "machine",
+                              "attrs": {"bdf": b, "vendor": "0x10de", "driver": None, "numa_node": None,
+                                        "note": "an NVLink peer NVML reports that sysfs does not show on the PCI bus"}}
+                    nodes.append(remote)
+                    by_id[remote["id"]] = remote
                 remote["label"] = f"NVSwitch {b}"
+                remote["attrs"]["nvswitch"] = True
             links.append({"id": f"nvlink:pci:{a}-pci:{b}", "kind": "nvlink", "a": f"pci:{a}", "b": f"pci:{b}",
                           "current": {"speed_gts": None, "width": count}, "max": {"speed_gts": None, "width": count},
                           "theoretical_gbs": round(per * count, 3) if per else None,
@@ -148,9 +155,18 @@ def _apply_nvml(nodes: list[dict], links: list[dict], facts: dict | None, not_av
             not_available["gpu_matrix"] = "no GPU on the PCI bus"
         return None if not gpus else {"gpus": [g["label"] for g in gpus], "rows": [["X"]], "source": "single GPU"}
     counts: dict[tuple[str, str], int] = {}
+    via_switch: dict[str, int] = {}
     for link in links:
-        if link["kind"] == "nvlink":
+        if link["kind"] != "nvlink":
+            continue
+        if by_id.get(link["b"], {}).get("kind") == "gpu":
             counts[(link["a"], link["b"])] = counts[(link["b"], link["a"])] = link["current"]["width"]
+        else:  # GPU → NVSwitch: every GPU on the fabric reaches every other over its switch links (NV18 on HGX H100)
+            via_switch[link["a"]] = via_switch.get(link["a"], 0) + link["current"]["width"]
+    for gi in gpus:
+        for gj in gpus:
+            if gi is not gj and gi["id"] in via_switch and gj["id"] in via_switch:
+                counts.setdefault((gi["id"], gj["id"]), min(via_switch[gi["id"]], via_switch[gj["id"]]))
     rows = []
     from_nvml = bool(facts and facts["levels"])
     for gi in gpus:

@@ -39,7 +39,7 @@ def normalize_bdf(bus_id: Any) -> str:
 
 
 def read_nvml(nvml: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """{"gpus": [{"index", "bdf", "name"}], "nvlinks": {(bdfA, bdfB): {"links", "version"}},
+    """{"gpus": [{"index", "bdf", "name"}], "nvlinks": {(bdfA, bdfB): {"links", "version", "to_gpu"}},
     "levels": {(i, j): name}, "notes": [...]}, or (None, why NVML could not start)."""
     try:
         nvml.nvmlInit()
@@ -72,11 +72,12 @@ def read_nvml(nvml: Any) -> tuple[dict[str, Any] | None, str | None]:
                     version = int(nvml.nvmlDeviceGetNvLinkVersion(handle, link))
                 except Exception:  # noqa: BLE001
                     version = None
-                key = tuple(sorted((gpu["bdf"], remote)))
-                entry = nvlinks.setdefault(key, {"links": 0, "version": version, "seen_from": set()})
-                entry["seen_from"].add(gpu["bdf"])
-                # A GPU↔GPU link is reported by both ends; count it once (from the lower address's side).
-                if remote not in {g["bdf"] for g in gpus} or gpu["bdf"] == key[0]:
+                to_gpu = remote in {g["bdf"] for g in gpus}
+                # GPU↔GPU keys are sorted (both ends report the link; it is counted from the lower address's
+                # side); a GPU↔NVSwitch key is (gpu, switch).
+                key = tuple(sorted((gpu["bdf"], remote))) if to_gpu else (gpu["bdf"], remote)
+                entry = nvlinks.setdefault(key, {"links": 0, "version": version, "to_gpu": to_gpu})
+                if not to_gpu or gpu["bdf"] == key[0]:
                     entry["links"] += 1
         levels: dict[tuple[int, int], str] = {}
         for i, hi in enumerate(handles):
@@ -93,8 +94,6 @@ def read_nvml(nvml: Any) -> tuple[dict[str, Any] | None, str | None]:
             else:
                 continue
             break
-        for entry in nvlinks.values():
-            entry.pop("seen_from", None)
         return {"gpus": gpus, "nvlinks": nvlinks, "levels": levels, "notes": notes}, None
     except Exception as exc:  # noqa: BLE001
         return None, f"NVML query failed: {exc}"

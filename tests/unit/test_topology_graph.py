@@ -260,3 +260,22 @@ def test_max_is_the_lower_end_and_gen6_says_how_it_counts():
     gen6 = dict(card, current={"speed_gts": 64.0, "width": 16}, max={"speed_gts": 64.0, "width": 16})
     fast_port = dict(port, max={"speed_gts": 64.0, "width": 16})
     assert "FLIT" in link_for(gen6, fast_port, "pcie-root-port")["note"]
+
+
+@pytest.mark.parametrize("name", ["vm", "dual-socket", "gpu-switch-box"])
+def test_every_fixture_graph_keeps_the_contract(tmp_path, name):
+    topo = discover(str(materialize(name, tmp_path)), nvml=None)
+    ids = [n["id"] for n in topo["nodes"]]
+    assert len(ids) == len(set(ids)) and ids[0] == "machine"
+    assert all(n["parent"] in ids for n in topo["nodes"] if n["parent"] is not None)
+    link_keys = {"id", "kind", "a", "b", "current", "max", "theoretical_gbs", "current_gbs", "state", "note"}
+    for x in topo["links"]:
+        assert set(x) >= link_keys and x["a"] in ids and x["b"] in ids, x
+        assert x["state"] in ("at-max", "below-max-idle", "low-under-load", "recovered-under-load", "unknown")
+        assert (x["theoretical_gbs"] is None) == (x["max"] is None or x["max"]["width"] is None), x
+    for n in topo["nodes"]:
+        if n["id"].startswith("pci:"):
+            assert {"numa_node", "bdf", "vendor", "driver"} <= set(n["attrs"]), n
+            assert n["attrs"]["numa_node"] is not None or n["attrs"]["note"], n  # None always says why
+    assert {x["id"] for x in topo["links"] if x["kind"] == "pcie"} == {f"pcie:{i[4:]}" for i in ids
+                                                                      if i.startswith("pci:")}

@@ -108,3 +108,24 @@ def test_nvml_that_cannot_start_is_not_available_with_why(box):
     assert "Driver Not Loaded" in topo["not_available"]["nvml"]
     assert len([n for n in topo["nodes"] if n["kind"] == "gpu"]) == 8  # sysfs still shows every GPU
     assert topo["gpu_matrix"]["rows"][0][1] == "PIX"
+
+
+def test_gpus_on_nvswitches_are_nv18_to_each_other(box):
+    """HGX H100 style: each GPU's 18 links go to NVSwitches (not on this fixture's PCI bus), none GPU to GPU."""
+    root, spec = box
+    gpus = spec["gpus"]
+    switches = ["0000:f1:00.0", "0000:f2:00.0", "0000:f3:00.0", "0000:f4:00.0"]
+    fake = fake_nvml(gpus, [["X"] * len(gpus)] * len(gpus), "NVIDIA H100 80GB HBM3", 4,
+                     levels=_pcie_levels(gpus))
+    fake.nvmlDeviceGetNvLinkState = lambda h, link: 1 if link < 18 else (_ for _ in ()).throw(NVMLError("NS"))
+    fake.nvmlDeviceGetNvLinkRemotePciInfo = lambda h, link: SimpleNamespace(busId="0000" + switches[link % 4])
+    topo = discover(str(root), nvml=fake)
+    rows = topo["gpu_matrix"]["rows"]
+    assert all(cell == "NV18" for i, row in enumerate(rows) for j, cell in enumerate(row) if i != j)
+    switch_nodes = [n for n in topo["nodes"] if n["attrs"].get("nvswitch")]
+    assert len(switch_nodes) == 4 and all(n["label"].startswith("NVSwitch") for n in switch_nodes)
+    to_switch = [x for x in topo["links"] if x["kind"] == "nvlink" and x["a"] == "pci:0000:03:00.0"]
+    assert sorted(x["current"]["width"] for x in to_switch) == [4, 4, 5, 5]  # 18 links over 4 switches
+    assert sum(x["theoretical_gbs"] for x in to_switch) == pytest.approx(18 * 25.0)
+    ids = {n["id"] for n in topo["nodes"]}
+    assert all(x["a"] in ids and x["b"] in ids for x in topo["links"])  # no link to a node that is not there
