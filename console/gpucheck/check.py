@@ -93,7 +93,7 @@ def versions() -> dict[str, str | None]:
 
 def cli_runner(env: dict[str, str] | None = None) -> steps.Runner:
     """The real runner: `labconsole ARGS` as a child process (this interpreter with -m console, or the bundle's
-    own executable), its own session so a time-out kills its workers too."""
+    own executable), in its own session so a time-out (or Ctrl-C here) kills its workers too."""
     base = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "console"]
 
     def run(argv: list[str], timeout_s: float) -> Completed:
@@ -105,8 +105,16 @@ def cli_runner(env: dict[str, str] | None = None) -> steps.Runner:
             return Completed(proc.returncode, out, err, time.monotonic() - t0)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            out, err = proc.communicate()
+            try:
+                out, err = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:  # a grandchild that left the group still holds the pipes
+                proc.kill()
+                out, err = "", ""
             return Completed(None, out, err, time.monotonic() - t0, timed_out=True)
+        except BaseException:  # Ctrl-C: its own session does not hear the terminal's signal, so end it here
+            _kill_group(proc)
+            proc.wait()
+            raise
 
     return run
 

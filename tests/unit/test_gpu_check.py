@@ -7,6 +7,8 @@ checks that it skips cleanly where there is no NVIDIA GPU.
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -289,6 +291,21 @@ def test_the_command_here_writes_the_document_and_skips_cleanly(tmp_path, capsys
     assert "no NVIDIA driver" in document["steps"][1]["reason"]
     printed = capsys.readouterr().out
     assert "nccl-collectives  skipped" in printed and f"written to {out}" in printed
+
+
+def test_the_real_runner_stops_a_command_at_its_time_out_with_its_process_group():
+    started = time.monotonic()
+    done = check.cli_runner()(["telemetry", "--seconds", "60", "--json"], 4.0)
+    assert done.timed_out and done.rc is None and time.monotonic() - started < 20
+    assert not [p for p in Path("/proc").glob("[0-9]*/cmdline")  # the command is gone, not left running
+                if b"telemetry\0--seconds\x0060" in _read(p)]
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:  # a process that ended while we looked
+        return b""
 
 
 def test_the_command_exits_1_on_a_failed_step_and_refuses_a_directory_as_out(tmp_path, monkeypatch, capsys):
