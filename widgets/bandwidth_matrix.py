@@ -127,7 +127,9 @@ class BandwidthMatrix(QtWidgets.QWidget):
         self.table.setRowCount(len(entries))
         for row, entry in enumerate(entries):
             texts = row_texts(entry, names)
-            tip = f"{entry.get('id')}\nmethod: {entry.get('method') or 'not recorded'}"
+            tip = f"{entry.get('label') or entry.get('id')}\nmethod: {entry.get('method') or 'not recorded'}"
+            if (entry.get("spread") or {}).get("note"):
+                tip += f"\nspread: {entry['spread']['note']}"
             if entry.get("link_ids"):
                 tip += f"\nlinks crossed: {', '.join(map(str, entry['link_ids']))}"
             if entry.get("not_available"):

@@ -28,8 +28,8 @@ FLAG_COLOR = "#d32f2f"  # low-under-load: the one flagged state
 IDLE_COLOR = "#f29100"  # below-max-idle: amber, dashed — reads low at idle, check under load
 NVLINK_COLOR = "#2ca02c"
 RECOVERED_COLOR = "#2e7d32"
-COLUMN_W = 420  # px between the left edges of two levels (node + room for the edge label)
-NODE_W = 160
+MIN_GAP = 60  # px between two levels at least (the gap grows with the widest edge label into the level)
+NODE_W = 175
 LINE_H = 15
 NODE_PAD = 6
 LEAF_GAP = 14  # vertical gap between two stacked nodes
@@ -285,9 +285,6 @@ class TopologyGraph(QtWidgets.QWidget):
         nodes = [n for n in self.topology.get("nodes") or [] if isinstance(n, Mapping) and n.get("id")]
         place = tree_layout(nodes)
         by_id = {n["id"]: n for n in nodes}
-        rects: dict[str, QtCore.QRectF] = {}
-        for node_id, (depth, top, height) in place.items():
-            rects[node_id] = QtCore.QRectF(depth * COLUMN_W, top, NODE_W, height)
         links = [lk for lk in self.topology.get("links") or [] if isinstance(lk, Mapping)]
         tree_links: dict[str, Mapping[str, Any]] = {}  # child id → the link into it from its parent
         for link in links:
@@ -296,6 +293,10 @@ class TopologyGraph(QtWidgets.QWidget):
                 continue
             if child not in tree_links or link.get("a") == by_id[child].get("parent"):
                 tree_links[child] = link
+        lefts = self._column_lefts(place, tree_links)
+        rects: dict[str, QtCore.QRectF] = {}
+        for node_id, (depth, top, height) in place.items():
+            rects[node_id] = QtCore.QRectF(lefts[depth], top, NODE_W, height)
         for node in nodes:  # tree edges first, so the nodes are drawn over them
             parent = node.get("parent")
             if parent in rects:
@@ -367,6 +368,25 @@ class TopologyGraph(QtWidgets.QWidget):
                 "width": pen.widthF(), "tooltip": item.toolTip()}
 
     # ---- Private API
+    def _column_lefts(self, place: Mapping[str, tuple[int, float, float]],
+                      tree_links: Mapping[str, Mapping[str, Any]]) -> dict[int, float]:
+        """Each level's left edge: the gap before a level is as wide as the widest edge label into it (a level
+        whose links have short labels takes less room, so the whole tree fits larger on the screen)."""
+        metrics = QtGui.QFontMetricsF(theme.font(theme.SMALL_PT - 1))
+        widest: dict[int, float] = {}
+        for node_id, (depth, _top, _height) in place.items():
+            link = tree_links.get(node_id)
+            if link is None:
+                continue
+            lines = [link_text(link), measured_label(link, self.entries) or ""]
+            widest[depth] = max(widest.get(depth, 0.0), *(metrics.horizontalAdvance(line) for line in lines))
+        lefts, x = {}, 0.0
+        for depth in range(max((d for d, _t, _h in place.values()), default=0) + 1):
+            if depth:
+                x += NODE_W + max(MIN_GAP, widest.get(depth, 0.0) + 24)
+            lefts[depth] = x
+        return lefts
+
     def _legend_html(self) -> str:
         fg, muted = theme.FOREGROUND, theme.MUTED
 

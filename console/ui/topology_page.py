@@ -38,7 +38,7 @@ from widgets.busbw_chart import BusbwChart
 from widgets.topology_graph import TopologyGraph
 
 TOPOLOGY_FILE_ENV = "LABCONSOLE_TOPOLOGY_FILE"
-OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "reduce")
+OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "reduce")  # nccl-tests' ops
 DEFAULT_OPS = ("all-reduce", "all-gather")
 DEFAULT_SIZES = "8B..64MiB"
 STORED_SHOWN = 20
@@ -82,20 +82,18 @@ def collectives_module() -> tuple[Any | None, str | None]:
     return module, None
 
 
-def parse_sizes(text: str) -> str:
-    """The sizes field as the collectives CLI takes it ('8B..64MiB' or '1KiB,1MiB'); ValueError naming the fix."""
-    text = text.strip().replace(" ", "")
-    if not text:
-        raise ValueError("sizes: give a range like 8B..64MiB or a list like 1KiB,1MiB")
-    units = ("GIB", "MIB", "KIB", "B")
-    for part in text.replace("..", ",").split(","):
-        upper = part.upper()
-        unit = next((u for u in units if upper.endswith(u)), None)
-        number = upper[: -len(unit)] if unit else upper
-        if not number.isdigit() or int(number) <= 0:
-            raise ValueError(f"sizes: {part!r} is not a size; write a whole number with B, KiB, MiB or GiB "
-                             "(8B..64MiB)")
-    return text
+def check_options(options: dict[str, Any]) -> str | None:
+    """What is wrong with the form's options and how to fix it (engines.collectives.options.normalize, the check
+    the CLI and the worker make too), or None when they are fine."""
+    try:
+        from engines.collectives.options import normalize
+    except ImportError:  # the runner is missing too: the page says so already
+        return None
+    try:
+        normalize(options)
+    except ValueError as exc:  # CollectivesError: the message and its fix
+        return str(exc)
+    return None
 
 
 def figure_text(name: str, value: Any) -> str:
@@ -186,7 +184,10 @@ class TopologyPage(QtWidgets.QWidget):
         self.source.setText(text)
         missing = topology.get("not_available") or {}
         notes = []
-        if self.card is not None:
+        if self._card_host_differs():
+            notes.append(f"No measured figures on the edges: the newest machine card with a bandwidth matrix is of "
+                         f"host {self.card.get('host')}, this topology of {topology.get('host')}.")
+        elif self.card is not None:
             notes.append(f"Measured medians on the edges: machine card {str(self.card.get('card_id', '?'))[:8]} "
                          f"({self.card.get('target', '?')}, {str(self.card.get('measured_at', '?'))[:16]}).")
         else:
@@ -223,10 +224,11 @@ class TopologyPage(QtWidgets.QWidget):
         if not ops:
             self.run_progress.setText("Choose at least one op.")
             return False
-        try:
-            sizes = parse_sizes(self.sizes.text())
-        except ValueError as exc:
-            self.run_progress.setText(str(exc))
+        options = {"ranks": self.ranks.value(), "backend": self.backend.currentText(), "ops": ops,
+                   "sizes": self.sizes.text().strip().replace(" ", "")}
+        problem = check_options(options)
+        if problem:
+            self.run_progress.setText(problem)
             return False
         from console.ui.workspace import COLLECTIVES, Busy
 
@@ -235,7 +237,6 @@ class TopologyPage(QtWidgets.QWidget):
         except Busy as exc:
             self.run_progress.setText(str(exc))
             return False
-        options = {"ranks": self.ranks.value(), "backend": self.backend.currentText(), "ops": ops, "sizes": sizes}
         self._cancel = threading.Event()
         self._started = time.monotonic()
         self._set_running(True)
@@ -381,7 +382,15 @@ class TopologyPage(QtWidgets.QWidget):
             self.refresh()
 
     def _entries(self) -> list[dict[str, Any]]:
+        """The card's measured entries for the graph's edges: only when the card is of the host drawn (link ids of
+        another machine could name different links)."""
+        if self._card_host_differs():
+            return []
         return list(((self.card or {}).get("links") or {}).get("entries") or [])
+
+    def _card_host_differs(self) -> bool:
+        card_host, drawn = (self.card or {}).get("host"), (self.topology or {}).get("host")
+        return bool(self.card and self.topology and card_host and drawn and card_host != drawn)
 
     def _names(self) -> dict[str, str]:
         return {str(n.get("id")): str(n.get("label") or n.get("id")) for n in (self.topology or {}).get("nodes") or []}
@@ -436,7 +445,7 @@ class TopologyPage(QtWidgets.QWidget):
         try:
             outcome = module.run(options, self.sig_progress.emit, cancel)
             record["outcome"] = outcome
-            record["run_id"] = module.store(outcome, self._workspace.writer)
+            record["run_id"] = module.store(outcome, self._workspace.writer, options)
         except Exception as exc:  # reported on the page: what failed and the message
             record["error"] = f"{type(exc).__name__}: {exc}"
         self.sig_finished.emit(record)

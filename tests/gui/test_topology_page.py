@@ -28,7 +28,7 @@ from test_topology_page_data import (  # noqa: E402
 
 from console.ui import topology_page  # noqa: E402
 from console.ui.pages import PAGES, PageContext, shortcut  # noqa: E402
-from console.ui.topology_page import TopologyPage, discover_topology, figure_text, parse_sizes  # noqa: E402
+from console.ui.topology_page import OPS, TopologyPage, check_options, discover_topology, figure_text  # noqa: E402
 from console.ui.workspace import COLLECTIVES, STORAGE, Workspace  # noqa: E402
 from widgets.bandwidth_matrix import efficiency_percent  # noqa: E402
 from widgets.busbw_chart import BusbwChart, Log2SizeAxis, size_text  # noqa: E402
@@ -68,7 +68,7 @@ class FakeCollectives:
             return FakeOutcome("cancelled", None, "cancelled by the user")
         return FakeOutcome("completed", collectives_result(options["ranks"]))
 
-    def store(self, outcome, db):
+    def store(self, outcome, db, options=None):
         run_id = f"run{len(self.stored):05d}abcdef"
         self.stored.insert(0, (run_id, outcome.result))
         return run_id
@@ -110,7 +110,7 @@ def test_link_text_names_generation_width_and_rate():
 
 def test_graph_draws_flags_nvlink_and_measured_medians(qtbot, workspace):
     store_card(workspace, card_links())
-    page = make_page(qtbot, workspace)
+    page = make_page(qtbot, workspace, discover=lambda: {**eight_gpu_box(), "host": platform.node()})
     discovered(qtbot, page)
     graph = page.graph
     assert len(graph.node_items) == len(eight_gpu_box()["nodes"])
@@ -234,7 +234,7 @@ def test_a_cancelled_run_and_a_busy_workspace(qtbot, workspace):
     qtbot.waitUntil(lambda: not page.running, timeout=5000)
     assert page.run_progress.text().startswith("Cancelled after") and page.stored.count() == 0
     page.sizes.setText("8B..lots")
-    assert not page.run_collectives() and "'lots' is not a size" in page.run_progress.text()
+    assert not page.run_collectives() and "lots" in page.run_progress.text() and workspace.measuring is None
 
 
 def test_missing_parts_are_said_not_hidden(qtbot, workspace, monkeypatch):
@@ -258,11 +258,13 @@ def test_the_developer_file_is_named_as_the_source(tmp_path, monkeypatch):
         discover_topology()
 
 
-def test_sizes_and_figures_text():
-    assert parse_sizes(" 8B..64MiB ") == "8B..64MiB" and parse_sizes("1KiB,1MiB") == "1KiB,1MiB"
-    for bad in ("", "8B..", "0B..1KiB", "-8B", "8 TB"):
-        with pytest.raises(ValueError, match="sizes"):
-            parse_sizes(bad)
+def test_the_form_is_checked_by_the_collectives_options_and_names_the_fix():
+    from engines.collectives.formulas import OPS as ENGINE_OPS
+
+    assert OPS == ENGINE_OPS  # the form offers exactly the ops the runner times
+    assert check_options({"ranks": 2, "backend": "gloo", "ops": ["all-reduce"], "sizes": "8B..64MiB"}) is None
+    problem = check_options({"ranks": 2, "backend": "gloo", "ops": ["all-reduce"], "sizes": "64MiB..8B"})
+    assert "run downwards" in problem and "8B..64MiB" in problem
     assert figure_text("all_reduce_small_latency_us", 21.5) == "all reduce small latency: 21.5 µs"
 
 
@@ -274,3 +276,29 @@ def test_the_page_fits_a_laptop_screen(qtbot, workspace):
         page.tabs.setCurrentIndex(index)
         hint = page.minimumSizeHint()
         assert hint.height() <= 660 and hint.width() <= 1280, (index, hint)
+
+
+def test_a_real_gloo_run_from_the_form_is_stored_and_drawn(qtbot, workspace):
+    """console.collectives for real: two gloo ranks in a spawned worker (about 5 s), stored through the window's
+    writer and read back by console.collectives.latest."""
+    import console.collectives as collectives
+
+    page = make_page(qtbot, workspace, collectives=collectives)
+    page.op_boxes["all-gather"].setChecked(False)
+    page.sizes.setText("8B..1KiB")
+    assert page.run_collectives()
+    qtbot.waitUntil(lambda: not page.running, timeout=90000)
+    assert page.run_progress.text().startswith("Completed in"), page.run_progress.text()
+    assert page.stored.count() == 1 and set(page.chart.lines) == {"all-reduce"}
+    xs, ys = page.chart.lines["all-reduce"].getData()
+    assert list(xs) == [3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0] and all(y > 0 for y in ys)
+    assert "gloo · 2 ranks" in page.chart.caption.text()
+
+
+def test_a_card_of_another_host_puts_no_figures_on_the_edges(qtbot, workspace):
+    store_card(workspace, card_links())
+    page = make_page(qtbot, workspace)  # the fixture's host is hgx-test, the card this host's
+    discovered(qtbot, page)
+    assert not any("measured" in label.text() for label in page.graph.edge_labels.values())
+    assert f"is of host {platform.node()}, this topology of hgx-test" in page.graph_notes.text()
+    assert page.bandwidth.row_count() == len(card_links()["entries"])  # the table still shows this host's card
