@@ -37,8 +37,8 @@ from engines.topology.bandwidth_paths import Graph, ceiling, link_label
 SCHEMA = 1
 MIB = 1024 ** 2
 Progress = Callable[[str], object]
-HOST_THEORETICAL = ("not read: DIMM speed and populated channels have no sysfs source (dmidecode needs root and "
-                    "reports the firmware's table, not the channels in use), and a peak is never guessed")
+HOST_THEORETICAL = ("DIMM speed and populated channels have no sysfs source (dmidecode needs root and reports the "
+                    "firmware's table, not the channels in use): not guessed")
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,6 @@ def _host_memory(run: _Matrix, graph: Graph) -> None:
     if len(numa) == 1:
         run.result["not_available"]["host-memory remote"] = \
             "not available (this machine has one NUMA node): there is no remote memory to read"
-    run.result["not_available"]["host-memory theoretical"] = HOST_THEORETICAL
     allowed = _allowed_cpus()
     for reader_index, reader in numa:
         for memory_index, placed in numa:
