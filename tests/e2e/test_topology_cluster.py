@@ -10,6 +10,7 @@ be imported there). The real engines.topology.discover runs too, on every node.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 import time
@@ -129,3 +130,16 @@ def test_two_nodes_with_one_host_name_get_distinct_ids():
     ids = [n["id"] for n in graph["nodes"]]
     assert ids == ["fleet", "cluster-node:gpu-box-aaaaaa", "gpu-box-aaaaaa/machine", "cluster-node:gpu-box-bbbbbb"]
     assert graph["not_available"] == {"gpu-box-bbbbbb": "no answer was recorded for this node"}
+
+
+def test_the_topology_command_shows_the_fleet(lab, capsys):
+    from console.cli import main
+
+    assert main(["topology", "--cluster", lab["address"], "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["schema"] == "labconsole.topology/1" and document["source"] == f"cluster:{lab['address']}"
+    hosts = {n["attrs"]["host"] for n in document["nodes"] if n["kind"] == "cluster-node"}
+    assert {"lab-a", "lab-b"} <= hosts
+    assert main(["topology", "--cluster", lab["address"]]) == 0
+    tree = capsys.readouterr().out
+    assert "lab-a" in tree and "lab-b" in tree
