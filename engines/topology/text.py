@@ -22,7 +22,14 @@ def link_text(link: dict[str, Any]) -> str:
         rate = f", {link['theoretical_gbs']:g} GB/s/dir" if link.get("theoretical_gbs") else ""
         return f"{link['current']['width']} NVLink link(s){rate}"
     if link.get("current") is None and link.get("max") is None:
-        return "link not readable"
+        note = link.get("note") or ""
+        if link["kind"] == "cluster":
+            return "network between machines not measured"
+        if note.startswith("inside the root complex"):
+            return "root-complex internal (no wire)"
+        if note.startswith("inside the PCIe switch"):
+            return "switch internal (no wire)"
+        return "no link attributes in sysfs"
     rate = f", {link['theoretical_gbs']:g} GB/s/dir max" if link.get("theoretical_gbs") is not None else ""
     now = f" (now {link['current_gbs']:g} GB/s)" if link.get("current_gbs") not in (None, link.get("theoretical_gbs")) \
         else ""
@@ -36,11 +43,11 @@ def node_text(node: dict[str, Any]) -> str:
     if kind == "machine":
         return f"Machine {a.get('host')} ({a.get('cpu_model') or 'CPU model unknown'})"
     if kind == "package":
-        return f"Package {node['id'][7:]} \"{a.get('model')}\": {a.get('cores')} cores, {a.get('threads')} threads"
+        return f"{node['label']} \"{a.get('model')}\": {a.get('cores')} cores, {a.get('threads')} threads"
     if kind == "numa":
         caches = ", ".join(f"{name} {_size(size)} x{a.get('cache_instances', {}).get(name, '?')}"
                            for name, size in (a.get("caches") or {}).items())
-        return (f"NUMANode {node['id'][4:]} ({_size(a.get('memory_bytes'))}) cpus {a.get('cpus') or 'none'}, "
+        return (f"{node['label']} ({_size(a.get('memory_bytes'))}) cpus {a.get('cpus') or 'none'}, "
                 f"{a.get('cores')} cores, SMT {a.get('smt')}" + (f", {caches}" if caches else ""))
     extra = []
     if kind in ("gpu", "nvme", "nic", "pcie-device") or kind.startswith("pcie-"):

@@ -279,3 +279,41 @@ def test_every_fixture_graph_keeps_the_contract(tmp_path, name):
             assert n["attrs"]["numa_node"] is not None or n["attrs"]["note"], n  # None always says why
     assert {x["id"] for x in topo["links"] if x["kind"] == "pcie"} == {f"pcie:{i[4:]}" for i in ids
                                                                       if i.startswith("pci:")}
+
+
+def test_cli_check_links_flags_a_drive_link_that_stays_low_and_exits_1(tmp_path):
+    root = materialize("gpu-switch-box", tmp_path)
+    idle = _cli("--root", str(root), "--check-links", "--json")  # no /dev/nvme0n1 in the tree: cannot load it
+    assert idle.returncode == 0, idle.stderr
+    drive = next(x for x in json.loads(idle.stdout)["links"] if x["id"] == "pcie:0000:85:00.0")
+    assert drive["state"] == "below-max-idle" and "not checked under load (cannot open" in drive["note"]
+    (root / "dev").mkdir()
+    (root / "dev/nvme0n1").write_bytes(os.urandom(1 << 20))
+    loaded = _cli("--root", str(root), "--check-links")
+    if "O_DIRECT reads of" in loaded.stdout or "with O_DIRECT" in loaded.stdout:
+        pytest.skip("this filesystem refuses O_DIRECT")
+    assert loaded.returncode == 1 and "FLAGGED" in loaded.stdout and "1 link(s) flagged" in loaded.stdout
+
+
+def test_cli_cluster_prints_the_fleet_and_says_when_the_gatherer_is_missing(monkeypatch, capsys, tmp_path):
+    import console.cluster.topology as fleet
+    from console.cli import main
+
+    seen = {}
+    node_topology = discover(str(materialize("dual-socket", tmp_path)), nvml=None)
+
+    def gather(address, timeout_s):
+        seen.update(address=address, timeout_s=timeout_s)
+        rows = [{"node_id": "n1", "address": "10.0.0.2", "is_head": True, "resources": {"CPU": 32}, "labels": {}},
+                {"node_id": "n2", "address": "10.0.0.3", "is_head": False, "resources": {"CPU": 2}, "labels": {}}]
+        answers = {"n1": {"host": "dual-e5-2680", "topology": node_topology}, "n2": {"error": "timed out after 5 s"}}
+        return fleet.fleet_graph(address, rows, answers)  # engineer E's assembly, with one real node graph
+
+    monkeypatch.setattr(fleet, "gather", gather)
+    assert main(["topology", "--cluster", "head:6379", "--timeout", "5"]) == 0
+    out = capsys.readouterr().out
+    assert seen == {"address": "head:6379", "timeout_s": 5.0}
+    assert "Package 1" in out and "NUMANode 1" in out and "NVMe nvme0n1" in out and "timed out after 5 s" in out
+    monkeypatch.setitem(sys.modules, "console.cluster.topology", None)
+    assert main(["topology", "--cluster", "head:6379"]) == 1
+    assert "fleet topology is not available" in capsys.readouterr().err
