@@ -76,7 +76,8 @@ def peer(torch: Any, a: int, b: int, size: int, repeat_s: float) -> EventCopy:
 
 
 def bus_id(torch: Any, index: int) -> str | None:
-    """cuda:`index`'s PCI address "dddd:bb:dd.0" from torch's device properties; None when torch does not say."""
+    """cuda:`index`'s PCI address "dddd:bb:dd.0" from torch's device properties (formatted as torch.numa.binding
+    formats it for sysfs); None when torch does not say."""
     props = torch.cuda.get_device_properties(index)
     domain, bus, dev = (getattr(props, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id"))
     if not all(isinstance(value, int) for value in (domain, bus, dev)):
