@@ -4,7 +4,10 @@ events, GB/s = bytes copied ÷ event time; the caller takes the median of repeat
 - host→device / device→host: `Tensor.copy_(non_blocking=True)` between a device buffer and a host buffer that is
   pinned (page-locked, the DMA engine reads it directly) or pageable (the driver stages it through a pinned bounce
   buffer, the cost users meet when they forget pin_memory()). torch runs a host↔device copy on the device's
-  current stream, so the events are recorded there.
+  current stream, so the events are recorded there. The host buffer is written before timing (an untouched
+  pageable buffer would read the kernel's shared zero page, from cache) and allocated by the caller's thread, which
+  measure_links pins to the GPU's NUMA node; torch's pinned-memory cache is emptied first so a block allocated for
+  an earlier GPU, on its node, is not reused.
 - device↔device: only where `torch.cuda.can_device_access_peer(a, b)`: torch copies on the source device's current
   stream, so the events are recorded on the source device. Without peer access a copy stages through host memory
   and is not the link's figure: the entry says so instead.
@@ -50,8 +53,11 @@ class EventCopy:
 
 def host_device(torch: Any, index: int, size: int, direction: str, pinned: bool, repeat_s: float) -> EventCopy:
     """A host→device ("h2d") or device→host ("d2h") copy of `size` bytes on cuda:`index`."""
+    release = getattr(getattr(torch, "_C", None), "_host_emptyCache", None)
+    if release is not None:  # a cached pinned block of an earlier GPU would sit on that GPU's NUMA node
+        release()
     try:
-        host = torch.empty(size, dtype=torch.uint8)
+        host = torch.ones(size, dtype=torch.uint8)  # written, so every page is backed (never the shared zero page)
         if pinned:
             host = host.pin_memory()
         device = torch.empty(size, dtype=torch.uint8, device=f"cuda:{index}")

@@ -73,13 +73,15 @@ def two_numa(second_cpus: str = "64-127") -> dict:
 
 # ---- a fake of the torch calls bandwidth_gpu makes: copies advance a clock by bytes ÷ a chosen rate
 class FakeTensor:
-    def __init__(self, torch: FakeTorch, size: int, device: str, pinned: bool = False):
-        self.torch, self.size, self.device, self.pinned = torch, size, device, pinned
+    def __init__(self, torch: FakeTorch, size: int, device: str, pinned: bool = False, written: bool = False):
+        self.torch, self.size, self.device, self.pinned, self.written = torch, size, device, pinned, written
 
     def pin_memory(self) -> FakeTensor:
-        return FakeTensor(self.torch, self.size, self.device, True)
+        return FakeTensor(self.torch, self.size, self.device, True, written=True)  # a copy: every page written
 
     def copy_(self, src: FakeTensor, non_blocking: bool = False) -> FakeTensor:
+        # an untouched pageable host buffer reads the kernel's zero page: a copy from it is not the link's figure
+        assert src.device != "cpu" or src.written, "copied from a host buffer that was never written"
         if src.device == "cpu":
             key = ("h2d", "pinned" if src.pinned else "pageable", self.device)
         elif self.device == "cpu":
@@ -141,11 +143,18 @@ class FakeTorch:
     __version__ = "fake"
 
     def __init__(self, rates: dict, buses: list[int | None], peers: set[tuple[int, int]] = frozenset()):
-        self.rates, self.clock, self.copies = rates, 0.0, []
+        self.rates, self.clock, self.copies, self.host_cache_emptied = rates, 0.0, [], 0
         self.cuda = FakeCuda(self, buses, set(peers))
+        self._C = SimpleNamespace(_host_emptyCache=self._empty_host_cache)
+
+    def _empty_host_cache(self) -> None:
+        self.host_cache_emptied += 1
 
     def empty(self, size: int, dtype=None, device: str = "cpu") -> FakeTensor:
         return FakeTensor(self, size, device)
+
+    def ones(self, size: int, dtype=None, device: str = "cpu") -> FakeTensor:
+        return FakeTensor(self, size, device, written=True)
 
 
 def test_fixture_topologies_are_coherent_graphs():

@@ -36,6 +36,7 @@ def test_each_gpu_gets_pinned_and_pageable_copies_both_ways_at_the_rates_copied(
     slow = entries["h2d:pci:0000:04:00.0:pinned"]  # behind its Gen3 x8 link
     assert slow["theoretical_gbs"] == 7.9 and slow["link_label"] == "PCIe Gen3 x8"
     assert {kind for kind, *_ in torch.copies} == {"h2d", "d2h", "d2d"}
+    assert torch.host_cache_emptied == 2 * 4  # before each host buffer: no pinned block reused from another GPU
     assert any("repeat" in text for text in seen)
 
 
