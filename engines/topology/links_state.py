@@ -61,7 +61,7 @@ def check_links_under_load(topology: dict[str, Any], load: Callable[[dict], Cont
             continue
         best = None
         try:
-            with ctx:
+            with ctx as handle:
                 deadline = time.monotonic() + hold_s
                 while True:
                     now = read_current(tree, bdf)
@@ -75,6 +75,10 @@ def check_links_under_load(topology: dict[str, Any], load: Callable[[dict], Cont
             continue
         top = link["max"]
         link["under_load"] = best
+        if isinstance(handle, dict) and handle.get("path"):
+            seconds = max(time.monotonic() - handle["started"], 1e-9)
+            _add_note(link, f"load: O_DIRECT reads of {handle['path']}, {handle['bytes'] / seconds / 1e6:.0f} MB/s "
+                            f"over {seconds:.1f} s")
         if best["speed_gts"] is not None and best["width"] is not None and \
                 best["speed_gts"] >= top["speed_gts"] and best["width"] >= top["width"]:
             link["state"] = "recovered-under-load"
@@ -108,7 +112,7 @@ def default_load(topology: dict[str, Any], *, root: str = "/") -> Callable[[dict
         endpoints = below(link["b"]) if link["b"] in nodes else []
         drives = [n for n in endpoints if n["kind"] == "nvme" and n["attrs"].get("block")]
         if drives:
-            return nvme_read_load(os.path.join(root, "dev", drives[0]["attrs"]["block"]))
+            return nvme_read_load(drive_read_path(drives[0]["attrs"]["block"], root=root))
         kinds = {n["kind"] for n in endpoints}
         if "gpu" in kinds:
             raise LoadUnavailable("a GPU link needs device copies; the console process does not import torch — the "
@@ -118,6 +122,57 @@ def default_load(topology: dict[str, Any], *, root: str = "/") -> Callable[[dict
         raise LoadUnavailable("no NVMe drive below this link to read from")
 
     return load
+
+
+def drive_read_path(block: str, *, root: str = "/", min_bytes: int = 64 << 20, max_entries: int = 5000) -> str:
+    """What to read from drive `block`: its device node when it opens with O_DIRECT, else a file of at least
+    `min_bytes` on a filesystem mounted from it or its partitions (read-only either way). Raises LoadUnavailable."""
+    device = os.path.join(root, "dev", block)
+    try:
+        os.close(os.open(device, os.O_RDONLY | getattr(os, "O_DIRECT", 0)))
+        return device
+    except OSError as exc:
+        refused = f"{device}: {exc.strerror or exc}"
+    tree = Tree(root)
+    numbers = {tree.read(f"sys/class/block/{block}/dev")}
+    numbers |= {tree.read(f"sys/class/block/{block}/{part}/dev") for part in tree.listdir(f"sys/class/block/{block}")
+                if part.startswith(block)}
+    numbers.discard(None)
+    mounts = []
+    for line in (tree.read("proc/self/mountinfo") or "").splitlines():
+        fields = line.split()
+        if len(fields) > 4 and fields[2] in numbers:
+            mounts.append(os.path.join(root, fields[4].lstrip("/")))
+    best: tuple[int, str] | None = None
+    seen = 0
+    for mount in mounts:
+        try:
+            dev = os.stat(mount).st_dev
+        except OSError:
+            continue
+        stack = [mount]
+        while stack and seen < max_entries:
+            try:
+                entries = list(os.scandir(stack.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                seen += 1
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if info.st_dev != dev:
+                    continue  # another filesystem mounted below: not this drive
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False) and info.st_size >= min_bytes and \
+                        (best is None or info.st_size > best[0]) and os.access(entry.path, os.R_OK):
+                    best = (info.st_size, entry.path)
+            if best is not None:
+                return best[1]
+    raise LoadUnavailable(f"cannot read the drive: {refused}, and no readable file of {min_bytes >> 20} MiB or more "
+                          f"was found on a filesystem mounted from it (looked at {seen} entries)")
 
 
 @contextlib.contextmanager
@@ -132,7 +187,7 @@ def nvme_read_load(path: str, *, chunk: int = 1 << 20, span: int = 1 << 30):
         fd = os.open(path, flags)
     except OSError as exc:
         raise LoadUnavailable(f"cannot open {path} with O_DIRECT for reading: {exc.strerror or exc}") from exc
-    stats: dict[str, Any] = {"bytes": 0, "error": None}
+    stats: dict[str, Any] = {"bytes": 0, "error": None, "path": path, "started": time.monotonic()}
     stop = threading.Event()
     buf = mmap.mmap(-1, chunk)  # page-aligned, as O_DIRECT requires
 

@@ -286,13 +286,14 @@ def test_cli_check_links_flags_a_drive_link_that_stays_low_and_exits_1(tmp_path)
     idle = _cli("--root", str(root), "--check-links", "--json")  # no /dev/nvme0n1 in the tree: cannot load it
     assert idle.returncode == 0, idle.stderr
     drive = next(x for x in json.loads(idle.stdout)["links"] if x["id"] == "pcie:0000:85:00.0")
-    assert drive["state"] == "below-max-idle" and "not checked under load (cannot open" in drive["note"]
+    assert drive["state"] == "below-max-idle" and "not checked under load (cannot read the drive" in drive["note"]
     (root / "dev").mkdir()
     (root / "dev/nvme0n1").write_bytes(os.urandom(1 << 20))
     loaded = _cli("--root", str(root), "--check-links")
     if "O_DIRECT reads of" in loaded.stdout or "with O_DIRECT" in loaded.stdout:
         pytest.skip("this filesystem refuses O_DIRECT")
     assert loaded.returncode == 1 and "FLAGGED" in loaded.stdout and "1 link(s) flagged" in loaded.stdout
+    assert "load: O_DIRECT reads of" in loaded.stdout or "load: O_DIRECT reads of" in _cli("--root", str(root), "--check-links", "--json").stdout
 
 
 def test_cli_cluster_prints_the_fleet_and_says_when_the_gatherer_is_missing(monkeypatch, capsys, tmp_path):
@@ -317,3 +318,26 @@ def test_cli_cluster_prints_the_fleet_and_says_when_the_gatherer_is_missing(monk
     monkeypatch.setitem(sys.modules, "console.cluster.topology", None)
     assert main(["topology", "--cluster", "head:6379"]) == 1
     assert "fleet topology is not available" in capsys.readouterr().err
+
+
+def test_drive_read_path_falls_back_to_a_file_on_the_drives_filesystem(tmp_path):
+    from engines.topology.links_state import LoadUnavailable, drive_read_path
+
+    root = tmp_path / "root"
+    (root / "sys/class/block/nvme0n1/nvme0n1p1").mkdir(parents=True)
+    (root / "sys/class/block/nvme0n1/dev").write_text("259:0\n")
+    (root / "sys/class/block/nvme0n1/nvme0n1p1/dev").write_text("259:1\n")
+    (root / "proc/self").mkdir(parents=True)
+    (root / "proc/self/mountinfo").write_text("30 1 259:1 / /data rw,relatime - ext4 /dev/nvme0n1p1 rw\n")
+    (root / "data/sub").mkdir(parents=True)
+    (root / "data/small").write_bytes(b"x" * 100)
+    (root / "data/sub/big").write_bytes(b"x" * 4096)
+    assert drive_read_path("nvme0n1", root=str(root), min_bytes=1024) == str(root / "data/sub/big")
+    with pytest.raises(LoadUnavailable, match="no readable file of"):
+        drive_read_path("nvme0n1", root=str(root), min_bytes=1 << 20)
+    (root / "dev").mkdir()
+    (root / "dev/nvme0n1").write_bytes(b"x" * 4096)  # the device node itself, when it opens, wins
+    try:
+        assert drive_read_path("nvme0n1", root=str(root), min_bytes=1024) == str(root / "dev/nvme0n1")
+    except AssertionError:
+        pytest.skip("this filesystem refuses O_DIRECT opens")
