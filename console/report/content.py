@@ -116,6 +116,10 @@ def run_label(run: dict[str, Any]) -> str:
 
     if storage_label(run):  # a storage benchmark has no engine, precision or batch: its label and kind
         return str(storage_label(run))
+    from console.report.collectives_section import collectives_label
+
+    if collectives_label(run):  # nor has a collectives run
+        return str(collectives_label(run))
 
     engine = run.get("engine") or (run.get("spec") or {}).get("engine") or "?"
     try:

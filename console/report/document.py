@@ -13,6 +13,7 @@ from typing import Any
 
 from console.analysis import kv_offload
 from console.report.charts import charts
+from console.report.collectives_section import collectives_blocks, collectives_commands
 from console.report.content import Report, RunView
 from console.report.finding import finding
 from console.report.storage_section import storage_blocks, storage_commands
@@ -54,6 +55,7 @@ def build(report: Report) -> list[Block]:
         if changed is not None:
             blocks += [Block("heading", "What differs from A"), changed]
     blocks += storage_blocks(report, Block)
+    blocks += collectives_blocks(report, Block)
     blocks += _validity(report.runs)
     blocks += _kv_offload(report.runs)
     if report.sweep is not None:
@@ -256,7 +258,7 @@ def _environment(views: list[RunView]) -> Block:
 
 
 def _commands(view: RunView) -> str:
-    storage = storage_commands(view.run)
+    storage = storage_commands(view.run) or collectives_commands(view.run)
     if storage is not None:
         return storage
     reproduce = view.reproduce

@@ -26,6 +26,11 @@ def finding(report: Report) -> str:
     storage = storage_finding(report)  # storage runs: their figures, not "per call at the median"
     if storage is not None:
         return storage
+    from console.report.collectives_section import collectives_finding
+
+    collectives = collectives_finding(report)  # collectives runs: busbw and small-size latency
+    if collectives is not None:
+        return collectives
     if report.kind == "sweep":
         return _sweep_sentence(report)
     if report.kind == "comparison":

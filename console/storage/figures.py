@@ -16,7 +16,7 @@ from typing import Any
 
 from console.storage.runs import storage_kind
 
-HIGHER = ("mb_s", "gb_s", "gib_s", "mib_s", "iops", "percent", "per_s", "samples_s", "accelerators",
+HIGHER = ("mb_s", "gb_s", "_gbs", "gib_s", "mib_s", "iops", "percent", "per_s", "samples_s", "accelerators",
           "max_passing", "hit_rate")
 LOWER = ("_ms", "_s", "_us", "_ns", "seconds")
 
@@ -74,7 +74,8 @@ def figure_rows(figures: Mapping[str, Any]) -> list[list[str]]:
 
 def pretty_name(name: str) -> str:
     text = str(name)
-    for suffix, unit in (("_mb_s", " (MB/s)"), ("_gb_s", " (GB/s)"), ("_ms", " (ms)"), ("_us", " (µs)"),
+    for suffix, unit in (("_mb_s", " (MB/s)"), ("_gb_s", " (GB/s)"), ("_gbs", " (GB/s)"), ("_ms", " (ms)"),
+                         ("_us", " (µs)"),
                          ("_percent", " (%)"), ("_min", " (min)"), ("_s", " (s)"), ("_bytes", " (bytes)"),
                          ("_iops", " (IOPS)"), ("_gb", " (GB)"), ("_mb", " (MB)")):
         if text.endswith(suffix):

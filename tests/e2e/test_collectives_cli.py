@@ -36,6 +36,14 @@ def test_a_run_is_printed_stored_listed_and_compared(tmp_path, capsys):
     compared = document(capsys, ["compare", done["run_id"], second, "--db", db, "--json"])
     names = {row["name"] for row in compared["storage_figures"]["rows"]}
     assert {"all_reduce_peak_busbw_gbs", "all_gather_small_latency_us"} <= names
+    busbw = next(row for row in compared["storage_figures"]["rows"] if row["name"] == "all_reduce_peak_busbw_gbs")
+    assert busbw["better"] == "higher" and busbw["ratio"] is not None
+    html = tmp_path / "r.html"
+    assert main(["report", done["run_id"], second, "--db", db, "--out", str(html)]) == 0
+    page = html.read_text()
+    assert ">Collectives<" in page and "all reduce peak busbw (GB/s)" in page and "busbw = algbw × 2(n-1)/n" in page
+    assert "labconsole collectives --ranks 2 --backend gloo --ops all-reduce,all-gather --sizes 1KiB,64KiB" in page
+    assert "Method: torch.distributed gloo" in page and "all-reduce peak busbw" in page
 
 
 @pytest.mark.parametrize(("argv", "said"), [
