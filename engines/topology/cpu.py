@@ -100,7 +100,7 @@ def cpu_graph(tree: Tree) -> tuple[list[dict], list[dict], dict[str, str], dict[
         members = [n for n, c in cpus.items() if c["package"] == package]
         cores = {cpus[n]["core"] for n in members}
         nodes.append({"id": f"package{package}", "kind": "package", "label": f"Package {package}", "parent": "machine",
-                      "attrs": {"model": model, "cores": len(cores), "threads": len(members),
+                      "attrs": {"os_index": package, "model": model, "cores": len(cores), "threads": len(members),
                                 "cpus": format_cpulist(members)}})
     numa_ids: dict[int, str] = {}
     for node, info in sorted(numa.items()):
@@ -124,7 +124,8 @@ def cpu_graph(tree: Tree) -> tuple[list[dict], list[dict], dict[str, str], dict[
         if len(packages) > 1:
             note = f"spans packages {packages}"
         nodes.append({"id": node_id, "kind": "numa", "label": f"NUMANode {node}", "parent": parent,
-                      "attrs": {"memory_bytes": info["memory_bytes"], "cpus": format_cpulist(members),
+                      "attrs": {"os_index": node, "memory_bytes": info["memory_bytes"],
+                                "cpus": format_cpulist(members),
                                 "cores": len(cores), "threads": len(members), "smt": smt,
                                 "caches": dict(sorted(caches.items())),
                                 "cache_instances": dict(sorted(instances.items())),

@@ -52,6 +52,7 @@ def test_dual_socket_localities(tmp_path):
     assert kinds.count("package") == 2 and kinds.count("numa") == 2
     numa1 = by_id(topo, "numa1")
     assert numa1["parent"] == "package1"
+    assert numa1["attrs"]["os_index"] == 1 and by_id(topo, "package1")["attrs"]["os_index"] == 1
     assert numa1["attrs"]["cpus"] == "8-15,24-31" and numa1["attrs"]["cores"] == 8 and numa1["attrs"]["smt"] == 2
     assert numa1["attrs"]["memory_bytes"] == 16777216 * 1024
     assert numa1["attrs"]["caches"] == {"L1d": 32768, "L1i": 32768, "L2": 262144, "L3": 20 << 20}
