@@ -86,7 +86,8 @@ class BandwidthMatrix(QtWidgets.QWidget):
         self.table.setSortingEnabled(False)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(1, QtWidgets.QHeaderView.ResizeMode.Stretch)  # the names take the spare room
         self.message = QtWidgets.QLabel("")
         self.message.setWordWrap(True)
         self.message.setFont(theme.font(theme.BASE_PT))

@@ -141,7 +141,7 @@ def node_lines(node: Mapping[str, Any]) -> list[str]:
             lines.append(str(second))
         if kind == "nic":
             speed = attrs.get("speed_mbps")
-            lines.append(f"{speed / 1000:g} Gb/s" if isinstance(speed, (int, float)) else "link down / speed n/a")
+            lines.append(f"{speed / 1000:g} Gb/s" if isinstance(speed, (int, float)) else "speed not reported")
         numa = attrs.get("numa_node")
         lines.append(f"NUMA {numa}" if numa is not None else "NUMA not known")
     elif kind == "machine" and attrs.get("cpu_model"):
@@ -164,6 +164,22 @@ def attribute_rows(item: Mapping[str, Any]) -> list[tuple[str, str]]:
 
     walk("", item)
     return rows
+
+
+def gpu_matrix_rows(matrix: Mapping[str, Any] | None, node: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A GPU's row of the nvidia-smi-style matrix as (to GPUn, level) rows: X, NV# (NVLinks), PIX, PXB, PHB, NODE,
+    SYS — how its traffic to each other GPU travels. Matched by the GPU's index, else by its label."""
+    if not matrix or node.get("kind") != "gpu":
+        return []
+    gpus, table = list(matrix.get("gpus") or []), list(matrix.get("rows") or [])
+    index = (node.get("attrs") or {}).get("index")
+    if not isinstance(index, int) or not 0 <= index < len(table):
+        label = str(node.get("label") or "")
+        index = next((i for i, name in enumerate(gpus) if label and str(name).split()[0] == label.split()[0]), None)
+    if index is None or index >= len(table):
+        return []
+    return [(f"topo -m → {str(gpus[j]).split()[0] if j < len(gpus) else j}", str(cell))
+            for j, cell in enumerate(table[index]) if j != index]
 
 
 # ---- Layout
@@ -345,6 +361,7 @@ class TopologyGraph(QtWidgets.QWidget):
         if kind == "node":
             title = f"{KIND_TITLES.get(found.get('kind'), found.get('kind'))}: {found.get('label') or item_id}"
             rows = [("id", item_id), ("parent", str(found.get("parent")))] + attribute_rows(found.get("attrs") or {})
+            rows += gpu_matrix_rows(topology.get("gpu_matrix"), found)
         else:
             title = f"{found.get('kind')} link {item_id}: {STATE_TEXT.get(found.get('state'), found.get('state'))}"
             rows = [("link", link_text(found))] + attribute_rows(

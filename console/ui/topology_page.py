@@ -101,7 +101,10 @@ def figure_text(name: str, value: Any) -> str:
     units = {"_gbs": "GB/s", "_us": "µs", "_ms": "ms", "_bytes": "B"}
     unit = next((u for suffix, u in units.items() if name.endswith(suffix)), "")
     stem = name[: -len(next(s for s in units if name.endswith(s)))] if unit else name
-    shown = f"{value:.3g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        shown = f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"  # 1020 µs, not 1.02e+03
+    else:
+        shown = str(value)
     return f"{stem.replace('_', ' ')}: {shown}{' ' + unit if unit and shown != 'None' else ''}"
 
 
@@ -196,7 +199,8 @@ class TopologyPage(QtWidgets.QWidget):
             notes.append("Not available: " + "; ".join(f"{what} ({why})" for what, why in missing.items()) + ".")
         matrix = topology.get("gpu_matrix")
         if matrix and matrix.get("gpus"):
-            notes.append(f"GPU matrix (nvidia-smi topo -m): {len(matrix['gpus'])} GPUs, see the details of a GPU.")
+            notes.append(f"GPU matrix (nvidia-smi topo -m levels, {matrix.get('source') or 'source not given'}): "
+                         f"{len(matrix['gpus'])} GPUs; click a GPU for its row.")
         self.graph_notes.setText(" ".join(notes))
         self._fill_bandwidth()
 
@@ -330,6 +334,10 @@ class TopologyPage(QtWidgets.QWidget):
         buttons.addStretch(1)
         self.run_progress = QtWidgets.QLabel("")
         self.run_progress.setWordWrap(True)
+        self.run_bar = QtWidgets.QProgressBar()
+        self.run_bar.setRange(0, 1000)
+        self.run_bar.setTextVisible(False)
+        self.run_bar.setVisible(False)
         self.stored = QtWidgets.QComboBox()
         self.stored.setToolTip("a stored collectives run to show (newest first)")
         self.stored.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
@@ -346,6 +354,7 @@ class TopologyPage(QtWidgets.QWidget):
         left.addWidget(intro)
         left.addLayout(form)
         left.addLayout(buttons)
+        left.addWidget(self.run_bar)
         left.addWidget(self.run_progress)
         left.addWidget(QtWidgets.QLabel("Show stored"))
         left.addWidget(self.stored)
@@ -367,12 +376,15 @@ class TopologyPage(QtWidgets.QWidget):
         scroll.setWidget(left_box)
         scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
         scroll.setMaximumWidth(440)
+        scroll.setMinimumWidth(320)
+        scroll.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.chart = BusbwChart()
         split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         split.addWidget(scroll)
         split.addWidget(self.chart)
         split.setStretchFactor(1, 1)
         split.setChildrenCollapsible(False)
+        split.setSizes([380, 1000])
         return split
 
     # ---- Private API
@@ -454,6 +466,12 @@ class TopologyPage(QtWidgets.QWidget):
         if self._cancel is None:
             return
         text = update.get("text") if isinstance(update, dict) else str(update)
+        fraction = update.get("fraction") if isinstance(update, dict) else None
+        if isinstance(fraction, (int, float)) and 0 <= fraction <= 1:
+            self.run_bar.setRange(0, 1000)
+            self.run_bar.setValue(int(fraction * 1000))
+        else:
+            self.run_bar.setRange(0, 0)  # busy: no fraction known
         self.run_progress.setText(f"{text or 'running'} ({time.monotonic() - self._started:.0f} s)")
 
     def _finished(self, record: dict[str, Any]) -> None:
@@ -493,6 +511,9 @@ class TopologyPage(QtWidgets.QWidget):
         self.figures.setText("<br>".join(lines))
 
     def _set_running(self, running: bool) -> None:
+        self.run_bar.setVisible(running)
+        self.run_bar.setRange(0, 1000)
+        self.run_bar.setValue(0)
         self.run_button.setEnabled(not running and self._collectives is not None)
         self.cancel_button.setEnabled(running)
         for widget in (self.ranks, self.backend, self.sizes, *self.op_boxes.values()):

@@ -147,6 +147,9 @@ def test_clicking_a_node_shows_its_attributes_and_the_wheel_zooms(qtbot, workspa
     assert graph.details_title.text() == "NUMA node: NUMA 1"
     rows = {graph.details.item(r, 0).text(): graph.details.item(r, 1).text() for r in range(graph.details.rowCount())}
     assert rows["memory_bytes"] == str(1024 * 2**30) and rows["caches.L3"] == str(105 * 2**20)
+    graph.select("node", f"pci:{GPU_BDFS[2]}")
+    rows = {graph.details.item(r, 0).text(): graph.details.item(r, 1).text() for r in range(graph.details.rowCount())}
+    assert rows["topo -m → GPU0"] == "NV18" and "topo -m → GPU2" not in rows  # its own cell (X) left out
     graph.select("link", f"pcie:{FLAGGED_GPU}")
     assert "FLAGGED" in graph.details_title.text()
     before = graph.view.transform().m11()
