@@ -125,6 +125,7 @@ class BandwidthMatrix(QtWidgets.QWidget):
 
     def _fill(self, entries: Iterable[Mapping[str, Any]], names: Mapping[str, str]) -> None:
         entries = list(entries)
+        self.table.clearSpans()
         self.table.setRowCount(len(entries))
         for row, entry in enumerate(entries):
             texts = row_texts(entry, names)
@@ -149,3 +150,5 @@ class BandwidthMatrix(QtWidgets.QWidget):
                         item.setForeground(QtGui.QBrush(QtGui.QColor(color)))
                         item.setFont(theme.font(theme.BASE_PT, bold=True))
                 self.table.setItem(row, column, item)
+            if entry.get("median_gbs") is None:  # "not available (why)" across the median and spread cells
+                self.table.setSpan(row, 3, 1, 2)

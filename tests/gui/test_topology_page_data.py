@@ -116,8 +116,9 @@ def card_links() -> dict:
         crossed = [f"pcie:{bdf}", f"pcie:{switch[4:]}"]
         median = 11.8 if bdf == FLAGGED_GPU else 53.1 - index * 0.2
         for kind in ("h2d", "d2h"):
-            entries.append({"id": f"{kind}:pci:{bdf}:pinned", "kind": kind, "src": "numa0" if index < 4 else "numa1",
-                            "dst": f"pci:{bdf}", "variant": "pinned", "link_ids": crossed,
+            numa, gpu = "numa0" if index < 4 else "numa1", f"pci:{bdf}"
+            entries.append({"id": f"{kind}:pci:{bdf}:pinned", "kind": kind, "src": numa if kind == "h2d" else gpu,
+                            "dst": gpu if kind == "h2d" else numa, "variant": "pinned", "link_ids": crossed,
                             "median_gbs": median if kind == "h2d" else median - 1.0, "spread": _spread(median),
                             "theoretical_gbs": 63.0, "efficiency": None,
                             "method": "cudaMemcpyAsync of 256 MiB, median of 5 trials (CUDA events)",
