@@ -644,6 +644,8 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
             self.confirm.shutdown()  # its round measuring now is cancelled; nothing is stored
         if hasattr(self.pages.get("machine"), "shutdown"):
             self.pages["machine"].shutdown()  # its card measurement or noise check still under way
+        if hasattr(self.pages.get("topology"), "shutdown"):
+            self.pages["topology"].shutdown()  # a collectives run is cancelled (its worker stopped), a discovery dropped
         self.settings.save_window(self)
         if self.run_page is not None:
             self.settings.save_page_name(self.page_infos[self.tabs.currentIndex()].name)

@@ -175,6 +175,7 @@ def test_bandwidth_tab_lists_the_cards_entries(qtbot, workspace):
     assert table.cell(good, 6).text() == "86" and table.cell(good, 6).foreground().color().name() == "#2e7d32"
     missing = next(t for t in texts if t[0] == "drive → memory")
     assert missing[3].startswith("not available (no writable directory") and missing[6] == "—"
+    assert table.table.columnSpan(texts.index(missing), 3) == 2  # the reason spans the median and spread cells
     assert "cudaMemcpyAsync" in table.cell(row, 0).toolTip()
     assert "d2d:gpu2->gpu3 (peer access not enabled)" in table.caption.text()
     assert efficiency_percent({"median_gbs": 5.0, "theoretical_gbs": None}) is None
