@@ -306,3 +306,41 @@ def test_a_card_of_another_host_puts_no_figures_on_the_edges(qtbot, workspace):
     assert not any("measured" in label.text() for label in page.graph.edge_labels.values())
     assert f"is of host {platform.node()}, this topology of hgx-test" in page.graph_notes.text()
     assert page.bandwidth.row_count() == len(card_links()["entries"])  # the table still shows this host's card
+
+
+def test_the_graph_of_the_discovered_dgx1_like_fixture(qtbot, workspace, tmp_path):
+    """engines.topology.discover on part T's described DGX-1-like sysfs tree, its planted under-load readings
+    applied by check_links_under_load: the page draws what discovery says (flagged red, the NVMe idle-low amber
+    before it is checked, the recovered GPU link solid)."""
+    from engines.topology import check_links_under_load, discover
+    from tests.fixtures.topology.materialize import manifest, materialize
+
+    root = materialize("gpu-switch-box", tmp_path)
+    idle = discover(str(root), nvml=None)
+    page = make_page(qtbot, workspace, discover=lambda: idle)
+    discovered(qtbot, page)
+    assert page.graph.edge_style("pcie:0000:85:00.0")["color"] == IDLE_COLOR  # the NVMe: low at idle, unchecked
+    under = manifest("gpu-switch-box")["under_load"]
+
+    class Load:  # the fixture's under-load readings while "loaded" (as T's own test does)
+        def __init__(self, lnk):
+            self.bdf = lnk["id"].split(":", 1)[1]
+
+        def __enter__(self):
+            speed, width = under.get(self.bdf, (None, None))
+            if speed:
+                (root / "sys/bus/pci/devices" / self.bdf / "current_link_speed").write_text(speed + "\n")
+                (root / "sys/bus/pci/devices" / self.bdf / "current_link_width").write_text(f"{width}\n")
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    loaded = check_links_under_load(discover(str(root), nvml=None), Load, root=str(root), hold_s=0.0)
+    page.show_topology(loaded)
+    gpus = [n for n in loaded["nodes"] if n["kind"] == "gpu"]
+    assert len(gpus) == 8 and len(page.graph.node_items) == len(loaded["nodes"])
+    assert page.graph.edge_style("pcie:0000:89:00.0")["color"] == FLAG_COLOR
+    recovered = page.graph.edge_style("pcie:0000:03:00.0")
+    assert recovered["color"] not in (FLAG_COLOR, IDLE_COLOR) and not recovered["dashed"]
+    assert "pcie:0000:89:00.0" in page.source.text() and "FLAGGED" in page.source.text()
