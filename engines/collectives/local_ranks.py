@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import queue
 import signal
 import time
 from collections.abc import Callable
+from multiprocessing.connection import wait
 from typing import Any
 
 from engines.collectives.options import format_size
@@ -33,32 +33,39 @@ def run_local(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None]) 
     """Each rank's run_rank output, in rank order; RuntimeError naming the rank and the cause otherwise."""
     ranks = int(plan["ranks"])
     ctx = multiprocessing.get_context("spawn")
-    messages = ctx.Queue()
+    pipes = [ctx.Pipe(duplex=False) for _ in range(ranks)]  # (reader, writer) per rank: sent at once, no feeder
     port = free_port("127.0.0.1")
-    procs = [ctx.Process(target=_rank_main, args=(rank, plan, "127.0.0.1", port, messages), daemon=True,
+    procs = [ctx.Process(target=_rank_main, args=(rank, plan, "127.0.0.1", port, pipes[rank][1]), daemon=True,
                          name=f"labconsole-collectives-rank{rank}") for rank in range(ranks)]
     for proc in procs:
         proc.start()
+    for _, writer in pipes:
+        writer.close()  # the rank holds its own end: a rank that exits closes its pipe
+    readers = [reader for reader, _ in pipes]
     progress({"text": f"started {ranks} ranks (rendezvous 127.0.0.1:{port})", "fraction": 0.0,
               "rank_pids": [p.pid for p in procs]})
     try:
-        return _watch(procs, messages, plan, progress)
+        return _watch(procs, readers, plan, progress)
     finally:
         _end(procs)
-        with contextlib.suppress(Exception):
-            messages.close()
+        for reader in readers:
+            with contextlib.suppress(OSError):
+                reader.close()
 
 
 # ---- Private API
-def _rank_main(rank: int, plan: dict[str, Any], addr: str, port: int, messages: Any) -> None:
+def _rank_main(rank: int, plan: dict[str, Any], addr: str, port: int, conn: Any) -> None:
+    """A rank process: its times (before it leaves the group, which takes seconds), or its error as text (a torch
+    exception may not unpickle in the watcher), sent on its own pipe."""
     try:
-        out = run_rank(rank, plan, addr, port, report=lambda update: messages.put(("progress", rank, update)))
-        messages.put(("result", rank, out))
-    except BaseException as exc:  # the watcher needs the cause as text: a torch exception may not unpickle
-        messages.put(("error", rank, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"))
+        run_rank(rank, plan, addr, port, report=lambda update: conn.send(("progress", rank, update)),
+                 on_done=lambda out: conn.send(("result", rank, out)))
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            conn.send(("error", rank, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"))
 
 
-def _watch(procs: list[Any], messages: Any, plan: dict[str, Any],
+def _watch(procs: list[Any], readers: list[Any], plan: dict[str, Any],
            progress: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
     stall = float(plan["stall_timeout_s"])
     results: dict[int, dict[str, Any]] = {}
@@ -67,11 +74,12 @@ def _watch(procs: list[Any], messages: Any, plan: dict[str, Any],
     heard_any = False
     last_heard = time.monotonic()
     first_error_at: float | None = None
+    open_readers = list(readers)
+    pending: list[tuple[str, int, Any]] = []
     while len(results) < len(procs):
-        try:
-            tag, rank, payload = messages.get(timeout=POLL_S)
-        except (queue.Empty, EOFError, OSError):
-            tag = rank = payload = None
+        if not pending:
+            pending = _receive(open_readers)
+        tag, rank, payload = pending.pop(0) if pending else (None, None, None)
         now = time.monotonic()
         if tag is not None:
             last_heard, heard_any = now, True
@@ -101,6 +109,17 @@ def _watch(procs: list[Any], messages: Any, plan: dict[str, Any],
                                f"{', '.join(map(str, silent))} hang (a stopped peer, or a transport that never "
                                "answers); raise stall_timeout_s only if one size really takes that long")
     return [results[rank] for rank in range(len(procs))]
+
+
+def _receive(readers: list[Any]) -> list[tuple[str, int, Any]]:
+    """Every message ready within POLL_S; a closed pipe (its rank exited) is dropped from `readers`."""
+    found = []
+    for reader in wait(readers, timeout=POLL_S):
+        try:
+            found.append(reader.recv())
+        except (EOFError, OSError):
+            readers.remove(reader)
+    return found
 
 
 def _others(errors: dict[int, str], skip: int | None = None) -> str:

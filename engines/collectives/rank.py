@@ -27,10 +27,13 @@ __all__ = ["run_rank", "free_port", "node_address"]
 
 # ---- Public API
 def run_rank(rank: int, plan: dict[str, Any], master_addr: str, master_port: int,
-             report: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+             report: Callable[[dict[str, Any]], None] | None = None,
+             on_done: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Join the group as `rank`, time every (op, size) of `plan`, leave the group; returns
     {rank, host, device, times: {op: {str(size): [seconds per op, per trial]}}, skipped: {op: {size: why}},
-    checked: {op: bool}}. `report(update)` is called after each size (rank 0's updates become the progress)."""
+    checked: {op: bool}}. `report(update)` is called after each size (rank 0's updates become the progress);
+    `on_done(output)` once every rank has finished timing, before leaving the group (tearing a gloo group down
+    takes seconds, and the times are final by then)."""
     import torch
     import torch.distributed as dist
 
@@ -40,8 +43,10 @@ def run_rank(rank: int, plan: dict[str, Any], master_addr: str, master_port: int
     dist.init_process_group(backend, init_method=f"tcp://{_host_for_url(master_addr)}:{master_port}", rank=rank,
                             world_size=ranks, timeout=datetime.timedelta(seconds=float(plan["stall_timeout_s"])))
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-    out: dict[str, Any] = {"rank": rank, "host": os.environ.get("LABCONSOLE_HOSTNAME") or socket.gethostname(), "device": str(device),
-                           "torch": torch.__version__, "times": {}, "skipped": {}, "checked": {}}
+    host = os.environ.get("LABCONSOLE_HOSTNAME") or socket.gethostname()  # a lab node's own name, as the history
+    out: dict[str, Any] = {"rank": rank, "host": host, "device": str(device), "torch": str(torch.__version__),
+                           "times": {}, "skipped": {}, "checked": {}}
+    # plain str: a TorchVersion would import torch wherever the output is unpickled (seconds, and in the watcher)
     try:
         total = len(plan["ops"]) * len(plan["sizes_bytes"])
         step = 0
@@ -72,6 +77,8 @@ def run_rank(rank: int, plan: dict[str, Any], master_addr: str, master_port: int
                     report({"op": op, "size_bytes": split["size_bytes"], "step": step, "steps": total,
                             "time_us": sorted(trials)[len(trials) // 2] * 1e6})
         dist.barrier()
+        if on_done is not None:
+            on_done(out)
     finally:
         dist.destroy_process_group()
     return out
