@@ -4,6 +4,10 @@ window; bad options fail before any worker starts. Outcomes are built here: no r
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+
 import pytest
 
 from console.collectives import is_collectives_run, latest, run, spec_for, store, store_with_status
@@ -96,3 +100,31 @@ def test_bad_options_fail_before_any_worker_with_the_fix():
     assert outcome.fix and "8B..64MiB" in outcome.fix and outcome.progress_seen == 0
     nowhere = run({"cluster": "127.0.0.1:1"})
     assert nowhere.status == "failed" and nowhere.error_kind == "bad-input" and "--cluster" in nowhere.fix
+
+
+def test_cancel_ends_the_worker_and_its_ranks(db):
+    cancel, pids = threading.Event(), []
+
+    def on_progress(update):
+        pids.extend(update.get("rank_pids") or [])
+        if update.get("text", "").startswith("all-reduce"):
+            cancel.set()
+
+    outcome = run({"ops": "all-reduce", "sizes": "1KiB..64MiB", "iters": 20, "trials": 3}, on_progress, cancel,
+                  timeout_s=120)
+    assert outcome.status == "cancelled" and outcome.error_kind == "cancelled" and "all-reduce" in outcome.cause
+    assert len(pids) == 2
+    deadline = time.monotonic() + 5.0  # SIGKILLed with the worker's group; init reaps them
+    while any(_exists(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_exists(pid) for pid in pids)
+    run_id = store(outcome, db, {"ops": ["all-reduce"], "backend": "gloo"})
+    assert db.get_run(run_id)["status"] == "cancelled" and latest(db, 5) == []
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
