@@ -60,7 +60,11 @@ def _check_local(opts: dict[str, Any]) -> None:
     """Refuse, with the fix, what cannot run here: more nccl ranks than GPUs, buffers beyond the memory."""
     if opts["backend"] == "nccl":
         import torch
+        import torch.distributed as dist
 
+        if not dist.is_nccl_available():
+            raise CollectivesError(f"this torch ({torch.__version__}) was built without NCCL",
+                                   "use --backend gloo, or install a CUDA build of torch")
         found = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if found < opts["ranks"]:
             raise CollectivesError(f"backend nccl runs one rank per GPU: {opts['ranks']} ranks asked, {found} GPU(s) "
@@ -68,8 +72,8 @@ def _check_local(opts: dict[str, Any]) -> None:
                                    "use --backend gloo (CPU processes), or a machine with 2 or more NVIDIA GPUs")
         return
     largest = max(opts["sizes_bytes"])
-    per_rank = max(4 * (shape(op, largest, opts["ranks"])["send_count"] + shape(op, largest, opts["ranks"])["recv_count"])
-                   for op in opts["ops"])
+    splits = [shape(op, largest, opts["ranks"]) for op in opts["ops"]]
+    per_rank = max(4 * (split["send_count"] + split["recv_count"]) for split in splits)
     need, available = per_rank * opts["ranks"], _mem_available()
     if available is not None and need > MEMORY_SHARE * available:
         raise CollectivesError(f"{opts['ranks']} ranks at {format_size(largest)} need about {need / 1e9:.1f} GB of "

@@ -82,10 +82,9 @@ def test_a_rank_that_hangs_ends_the_run_with_the_cause():
 
 
 def test_impossible_requests_are_refused_before_any_rank_starts():
-    with pytest.raises(CollectivesError, match="GPU") as caught:
+    with pytest.raises(CollectivesError, match="NCCL|GPU") as caught:  # this box: a CPU torch, no GPU
         run({"backend": "nccl", "ranks": 2})
-    if "use --ranks" not in caught.value.fix:
-        assert "gloo" in caught.value.fix
+    assert "use --ranks" in caught.value.fix or "--backend gloo" in caught.value.fix
     with pytest.raises(CollectivesError, match="of memory is available") as caught:
         run({"ranks": 64, "sizes": "16GiB"})
     assert "smaller" in caught.value.fix
