@@ -128,3 +128,15 @@ def _exists(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_the_console_side_never_imports_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, console.collectives, console.cli.collectives_cmd, console.report.collectives_section; "
+            "from console.collectives import run; run({'sizes': 'bad'}); "
+            "print(sorted(m for m in ('torch', 'ray', 'PySide6') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
