@@ -39,6 +39,7 @@ SCHEMAS: dict[str, str] = {
     "doctor": "labconsole.doctor/1",
     "rules": "labconsole.rules/1",
     "storage": "labconsole.storage/1",  # the stored storage run: run_id, status, options, the kind's result
+    "collectives": "labconsole.collectives/1",  # the stored collectives run: run_id, status, options, result
     "gpu-check": "labconsole.gpu-check/1",  # machine, versions, steps (status, reason, figures), summary
     "topology": "labconsole.topology/1",  # the machine graph (nodes, links, gpu_matrix); graph_schema = the graph's own
 }

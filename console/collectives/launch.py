@@ -45,4 +45,4 @@ def _check_cluster(address: str) -> None:
         auth.require_token()
         check_reachable(address)
     except ClusterError as exc:
-        raise CollectivesError(str(exc), "start the cluster (`labconsole node start --head`) or correct --cluster") from None
+        raise CollectivesError(str(exc), "") from None  # ClusterError's text names its own fix
