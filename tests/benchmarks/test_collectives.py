@@ -9,7 +9,7 @@ statistic. Rounds alternate in ABBA order (the console first in even rounds) and
 ratio (bench_stats.balanced_ratios), so going first or second cancels. Goal: the median ratio within 0.9–1.1, held
 with its distribution-free 95% interval. 4 MiB: large enough that gloo's ring, not its per-call latency, sets the
 time on this machine. The whole file takes ~60 s here (each console round starts its ranks: ~2 s); 24 rounds,
-because with fewer ratios the median's 95% interval is their whole range, and one noisy round decides it.
+because with 8 ratios or fewer the median's 95% interval is their whole range, and one noisy round decides it.
 """
 
 from __future__ import annotations
