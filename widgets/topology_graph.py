@@ -36,12 +36,14 @@ LEAF_GAP = 14  # vertical gap between two stacked nodes
 KIND_COLORS = {  # one fill per kind of node (a tint of it), named in the legend
     "machine": "#7f7f7f", "package": "#1f77b4", "numa": "#9467bd", "host-bridge": "#8c564b",
     "pcie-root-port": "#8c564b", "pcie-switch": "#17becf", "pcie-bridge": "#17becf", "gpu": "#2ca02c",
-    "nvme": "#ff7f0e", "nic": "#e377c2", "pcie-device": "#bcbd22", "cluster-node": "#7f7f7f",
+    "accelerator": "#98df8a", "nvme": "#ff7f0e", "nic": "#e377c2", "pcie-device": "#bcbd22",
+    "cluster-node": "#7f7f7f",
 }
 KIND_TITLES = {
     "machine": "machine", "package": "CPU package", "numa": "NUMA node", "host-bridge": "host bridge",
     "pcie-root-port": "PCIe root port", "pcie-switch": "PCIe switch", "pcie-bridge": "PCIe bridge", "gpu": "GPU",
-    "nvme": "NVMe drive", "nic": "network interface", "pcie-device": "PCIe device", "cluster-node": "cluster node",
+    "accelerator": "accelerator (NPU)", "nvme": "NVMe drive", "nic": "network interface",
+    "pcie-device": "PCIe device", "cluster-node": "cluster node",
 }
 STATE_TEXT = {
     "at-max": "at its maximum speed and width",
@@ -134,8 +136,9 @@ def node_lines(node: Mapping[str, Any]) -> list[str]:
             lines.append(str(attrs["model"]))
         if attrs.get("cores") or attrs.get("threads"):
             lines.append(f"{attrs.get('cores') or '?'} cores / {attrs.get('threads') or '?'} threads")
-    elif kind in ("gpu", "nvme", "nic", "pcie-device"):
-        second = {"gpu": attrs.get("name"), "nvme": attrs.get("model") or attrs.get("block"),
+    elif kind in ("gpu", "accelerator", "nvme", "nic", "pcie-device"):
+        second = {"gpu": attrs.get("name"), "accelerator": attrs.get("name"),
+                  "nvme": attrs.get("model") or attrs.get("block"),
                   "nic": attrs.get("ifname")}.get(kind) or attrs.get("vendor")
         if second and str(second) != lines[0]:
             lines.append(str(second))
@@ -415,7 +418,8 @@ class TopologyGraph(QtWidgets.QWidget):
                  swatch(FLAG_COLOR, "FLAGGED: low under load"), swatch(NVLINK_COLOR, "NVLink"),
                  swatch(muted, "state unknown", True)]
         kinds = " ".join(f"<span style='color:{c}'>■</span> {KIND_TITLES[k]}" for k, c in KIND_COLORS.items()
-                         if k in ("package", "numa", "pcie-switch", "gpu", "nvme", "nic", "pcie-device"))
+                         if k in ("package", "numa", "pcie-switch", "gpu", "accelerator", "nvme", "nic",
+                                  "pcie-device"))
         return (f"<span style='color:{fg}'>{' &nbsp; '.join(parts)}<br>{kinds} &nbsp; "
                 f"<span style='color:{muted}'>GB/s per direction; 'measured' = median of the machine card's "
                 f"trials</span></span>")

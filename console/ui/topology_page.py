@@ -109,12 +109,22 @@ def figure_text(name: str, value: Any) -> str:
 
 
 def newest_card_with_links(store: Any, hostname: str | None = None) -> dict[str, Any] | None:
-    """This host's newest machine card (any target) whose "links" block has entries; None when there is none."""
-    for card in store.machine_cards(hostname=hostname or socket.gethostname()):
-        links = card.get("links")
-        if isinstance(links, dict) and links.get("entries"):
-            return card
-    return None
+    """This host's newest machine card (any target) whose "links" block has entries, a full card before a quick one
+    (a quick card's buffers fit in the caches: its figures check the machinery, they are not ceilings); None when
+    there is none."""
+    cards = [card for card in store.machine_cards(hostname=hostname or socket.gethostname())
+             if isinstance(card.get("links"), dict) and card["links"].get("entries")]
+    full = [card for card in cards if not card.get("quick")]
+    return (full or cards or [None])[0]
+
+
+def card_caption(card: dict[str, Any]) -> str:
+    """Which card the figures come from, and — for a quick card — that they are not ceilings."""
+    text = (f"machine card {str(card.get('card_id', '?'))[:8]} of {card.get('host', '?')} ({card.get('target', '?')}), "
+            f"measured {str(card.get('measured_at', '?'))[:16]}")
+    if card.get("quick"):
+        text += " · QUICK card: small buffers that fit in the caches check the machinery, they are not ceilings"
+    return text
 
 
 class TopologyPage(QtWidgets.QWidget):
@@ -191,8 +201,7 @@ class TopologyPage(QtWidgets.QWidget):
             notes.append(f"No measured figures on the edges: the newest machine card with a bandwidth matrix is of "
                          f"host {self.card.get('host')}, this topology of {topology.get('host')}.")
         elif self.card is not None:
-            notes.append(f"Measured medians on the edges: machine card {str(self.card.get('card_id', '?'))[:8]} "
-                         f"({self.card.get('target', '?')}, {str(self.card.get('measured_at', '?'))[:16]}).")
+            notes.append(f"Measured medians on the edges: {card_caption(self.card)}.")
         else:
             notes.append("No measured figures on the edges: no machine card of this host has a bandwidth matrix.")
         if missing:
@@ -412,10 +421,9 @@ class TopologyPage(QtWidgets.QWidget):
             self.bandwidth.set_message(NO_LINKS_TEXT)
             return
         card = self.card
+        caption = card_caption(card)
         self.bandwidth.set_links(card["links"], self._names(),
-                                 f"Machine card {str(card.get('card_id', '?'))[:8]} of {card.get('host', '?')} "
-                                 f"({card.get('target', '?')}), measured {str(card.get('measured_at', '?'))[:16]}"
-                                 " · medians of the card's trials, GB/s per direction")
+                                 f"{caption[0].upper()}{caption[1:]} · medians of the card's trials, GB/s per direction")
 
     def _discovered(self, topology: dict[str, Any]) -> None:
         self._call = None

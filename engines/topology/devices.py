@@ -1,7 +1,9 @@
 """What each PCI function is: a GPU, an NVMe drive, a NIC or another device, with the attrs the graph carries.
 
 NVMe drives are found from /sys/class/nvme/<ctrl>/device (model, namespaces = block names), NICs from
-/sys/class/net/<if>/device (speed in Mb/s, operstate), GPUs by PCI class 0x03xx (NVIDIA is vendor 0x10de).
+/sys/class/net/<if>/device (speed in Mb/s, operstate), GPUs by PCI class 0x03xx (NVIDIA is vendor 0x10de),
+accelerators (NPUs, Gaudi-style cards) by class 0x12 ("processing accelerators"). Any other function is labelled
+with its PCI base class's name, as lspci names it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ from typing import Any
 from engines.topology.sysfs import Tree
 
 VENDORS = {"0x10de": "NVIDIA", "0x1002": "AMD", "0x8086": "Intel", "0x15b3": "Mellanox", "0x144d": "Samsung",
-           "0x1af4": "Red Hat (virtio)", "0x14e4": "Broadcom", "0x1022": "AMD", "0x1d0f": "Amazon"}
+           "0x1af4": "Red Hat (virtio)", "0x14e4": "Broadcom", "0x1022": "AMD", "0x1d0f": "Amazon",
+           "0x1da3": "Habana", "0x1e52": "Tenstorrent", "0x1ed5": "Graphcore"}
+# PCI base classes as lspci names them (pci.ids "C" lines); the kinds above are found first
+CLASS_NAMES = {0x00: "unclassified device", 0x01: "mass storage controller", 0x02: "network controller",
+               0x03: "display controller", 0x04: "multimedia controller", 0x05: "memory controller",
+               0x06: "bridge", 0x07: "communication controller", 0x08: "system peripheral", 0x0C: "serial bus controller",
+               0x0D: "wireless controller", 0x10: "encryption controller", 0x11: "signal processing controller",
+               0x12: "processing accelerator", 0x13: "non-essential instrumentation", 0xFF: "unassigned class"}
 
 
 def nvme_by_bdf(tree: Tree) -> dict[str, dict[str, Any]]:
@@ -87,4 +96,8 @@ def classify(fn: dict[str, Any], nvme: dict[str, dict], nics: dict[str, list]) -
     if cls >> 16 == 0x03:
         name = f"{vendor} GPU {ids}"
         return "gpu", name, {"name": name, "index": None}
-    return "pcie-device", f"PCI {ids} class {cls >> 8:04x}", {}
+    if cls >> 16 == 0x12:
+        name = f"{vendor} accelerator {ids}"
+        return "accelerator", name, {"name": name}
+    named = CLASS_NAMES.get(cls >> 16, "class")
+    return "pcie-device", f"PCI {ids} {named} {cls >> 8:04x}", {}

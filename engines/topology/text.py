@@ -50,7 +50,7 @@ def node_text(node: dict[str, Any]) -> str:
         return (f"{node['label']} ({_size(a.get('memory_bytes'))}) cpus {a.get('cpus') or 'none'}, "
                 f"{a.get('cores')} cores, SMT {a.get('smt')}" + (f", {caches}" if caches else ""))
     extra = []
-    if kind in ("gpu", "nvme", "nic", "pcie-device") or kind.startswith("pcie-"):
+    if kind in ("gpu", "accelerator", "nvme", "nic", "pcie-device") or kind.startswith("pcie-"):
         if a.get("driver"):
             extra.append(f"driver {a['driver']}")
         if "numa_node" in a:

@@ -89,9 +89,9 @@ def discovered(qtbot, page) -> None:
     qtbot.waitUntil(lambda: not page.discovering, timeout=5000)
 
 
-def store_card(workspace, links) -> None:
+def store_card(workspace, links, quick: bool = False) -> None:
     workspace.writer.add_machine_card({"target": "cpu", "host": platform.node(), "memory_bandwidth_gbs": 10.0,
-                                       "links": links})
+                                       "links": links, "quick": quick})
     assert workspace.writer.flush()
 
 
@@ -179,6 +179,16 @@ def test_bandwidth_tab_lists_the_cards_entries(qtbot, workspace):
     assert "cudaMemcpyAsync" in table.cell(row, 0).toolTip()
     assert "d2d:gpu2->gpu3 (peer access not enabled)" in table.caption.text()
     assert efficiency_percent({"median_gbs": 5.0, "theoretical_gbs": None}) is None
+
+
+def test_a_full_card_wins_over_a_newer_quick_one_and_a_quick_card_says_it_is_no_ceiling(qtbot, workspace):
+    links = card_links()
+    store_card(workspace, links, quick=True)
+    page = make_page(qtbot, workspace)
+    assert "QUICK card" in page.bandwidth.message.text() and "not ceilings" in page.bandwidth.message.text()
+    store_card(workspace, links)  # full, older than the quick one below
+    store_card(workspace, links, quick=True)
+    assert topology_page.newest_card_with_links(workspace.store)["quick"] is False
 
 
 def test_without_a_card_the_page_says_how_to_measure_one(qtbot, workspace):

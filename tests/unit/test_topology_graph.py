@@ -342,3 +342,17 @@ def test_drive_read_path_falls_back_to_a_file_on_the_drives_filesystem(tmp_path)
         assert drive_read_path("nvme0n1", root=str(root), min_bytes=1024) == str(root / "dev/nvme0n1")
     except AssertionError:
         pytest.skip("this filesystem refuses O_DIRECT opens")
+
+
+def test_an_accelerator_is_its_own_kind_and_other_functions_carry_their_class_name():
+    from engines.topology.devices import classify
+
+    def fn(cls: int, vendor: str = "0x1da3") -> dict:
+        return {"bdf": "0000:17:00.0", "class": cls, "vendor": vendor, "device": "0x1020"}
+
+    kind, label, attrs = classify(fn(0x120000), {}, {})
+    assert kind == "accelerator" and label == "Habana accelerator [1da3:1020]" and attrs["name"] == label
+    assert classify(fn(0x030200, "0x10de"), {}, {})[0] == "gpu"
+    kind, label, _ = classify(fn(0xFFFF00, "0x1af4"), {}, {})
+    assert kind == "pcie-device" and label == "PCI [1af4:1020] unassigned class ffff"
+    assert classify(fn(0x018000, "0x1af4"), {}, {})[1] == "PCI [1af4:1020] mass storage controller 0180"
