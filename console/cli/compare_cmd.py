@@ -166,7 +166,8 @@ def _storage_figures_only(args: argparse.Namespace, run_a: dict[str, Any], run_b
     if args.interleave:
         return fail("--interleave re-runs model specs; repeat a storage run with `labconsole storage KIND` and "
                     "compare the stored runs")
-    why = (f"the latencies cannot be compared: A stored {n_a} timed reads, B {n_b}; a comparison needs at least 2 "
+    timed = "timed operations" if "collectives" in (_scenario(run_a), _scenario(run_b)) else "timed reads"
+    why = (f"the latencies cannot be compared: A stored {n_a} {timed}, B {n_b}; a comparison needs at least 2 "
            "in each run")
     if wants_json(args):
         emit_json({"run_a": run_a["run_id"], "run_b": run_b["run_id"], "label_a": _run_label(run_a),
@@ -177,6 +178,10 @@ def _storage_figures_only(args: argparse.Namespace, run_a: dict[str, Any], run_b
         print(f"  {why}")
         print("\n".join(comparison_lines(storage)))
     return undecided(why) if args.fail_on else EXIT_OK
+
+
+def _scenario(run: dict[str, Any]) -> str:
+    return str((run.get("spec") or {}).get("scenario") or "")
 
 
 def _run_label(run: dict[str, Any]) -> str:

@@ -38,6 +38,7 @@ def test_a_run_is_printed_stored_listed_and_compared(tmp_path, capsys):
     assert {"all_reduce_peak_busbw_gbs", "all_gather_small_latency_us"} <= names
     busbw = next(row for row in compared["storage_figures"]["rows"] if row["name"] == "all_reduce_peak_busbw_gbs")
     assert busbw["better"] == "higher" and busbw["ratio"] is not None
+    assert "timed operations" in compared["explanation"] and "reads" not in compared["explanation"]
     html = tmp_path / "r.html"
     assert main(["report", done["run_id"], second, "--db", db, "--out", str(html)]) == 0
     page = html.read_text()
