@@ -136,6 +136,7 @@ class TopologyPage(QtWidgets.QWidget):
                  collectives: Any = None):
         super().__init__()
         self._workspace = context.workspace
+        self._cluster_address = context.cluster_address
         self._discover = discover
         if collectives is None:
             self._collectives, self._collectives_problem = collectives_module()
@@ -238,7 +239,14 @@ class TopologyPage(QtWidgets.QWidget):
             self.run_progress.setText("Choose at least one op.")
             return False
         options = {"ranks": self.ranks.value(), "backend": self.backend.currentText(), "ops": ops,
-                   "sizes": self.sizes.text().strip().replace(" ", "")}
+                   "sizes": self.sizes.text().strip().replace(" ", ""), "iters": self.iters.value(),
+                   "trials": self.trials.value()}
+        if self.where.currentIndex() == 1:
+            address = self._cluster_address()
+            if not address:
+                self.run_progress.setText("No lab cluster is joined: join one (Cluster menu), or run on this machine.")
+                return False
+            options["cluster"] = address
         problem = check_options(options)
         if problem:
             self.run_progress.setText(problem)
@@ -326,11 +334,26 @@ class TopologyPage(QtWidgets.QWidget):
         self.sizes = QtWidgets.QLineEdit(DEFAULT_SIZES)
         self.sizes.setToolTip("message sizes: a range doubling from the first to the last (8B..64MiB) or a list "
                               "(1KiB,1MiB)")
+        self.iters = QtWidgets.QSpinBox()
+        self.iters.setRange(1, 100000)
+        self.iters.setValue(20)
+        self.iters.setToolTip("operations timed together in one trial (nccl-tests -n); time per op = trial ÷ this")
+        self.trials = QtWidgets.QSpinBox()
+        self.trials.setRange(1, 1000)
+        self.trials.setValue(5)
+        self.trials.setToolTip("trials per size; the table and chart show their median")
+        self.where = QtWidgets.QComboBox()
+        self.where.addItems(["this machine (local processes)", "lab cluster (Ray places the ranks)"])
+        self.where.setToolTip("lab cluster: one rank per Ray placement-group bundle on the cluster this window "
+                              "joined; nothing else launches them")
         form = QtWidgets.QFormLayout()
         form.addRow("Ranks", self.ranks)
         form.addRow("Backend", self.backend)
         form.addRow(ops_box)
         form.addRow("Sizes", self.sizes)
+        form.addRow("Ops per trial", self.iters)
+        form.addRow("Trials", self.trials)
+        form.addRow("Where", self.where)
         self.run_button = QtWidgets.QPushButton("Run")
         self.run_button.setToolTip("time each op at each size across the ranks and keep it in the history")
         self.run_button.clicked.connect(self.run_collectives)
@@ -524,5 +547,6 @@ class TopologyPage(QtWidgets.QWidget):
         self.run_bar.setValue(0)
         self.run_button.setEnabled(not running and self._collectives is not None)
         self.cancel_button.setEnabled(running)
-        for widget in (self.ranks, self.backend, self.sizes, *self.op_boxes.values()):
+        for widget in (self.ranks, self.backend, self.sizes, self.iters, self.trials, self.where,
+                       *self.op_boxes.values()):
             widget.setEnabled(not running)

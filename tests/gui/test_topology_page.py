@@ -230,10 +230,27 @@ def test_a_collectives_run_claims_the_workspace_and_is_stored(qtbot, workspace):
     gate.set()
     qtbot.waitUntil(lambda: not page.running, timeout=5000)
     assert fake.options == {"ranks": 4, "backend": "gloo", "ops": ["all-reduce", "all-gather", "broadcast"],
-                            "sizes": "8B..64MiB"}
+                            "sizes": "8B..64MiB", "iters": 20, "trials": 5}
     assert workspace.measuring is None and page.run_progress.text().startswith("Completed in")
     assert page.stored.count() == 1 and set(page.chart.lines) == {"all-reduce", "all-gather", "broadcast"}
     assert "all reduce peak busbw:" in page.figures.text() and "GB/s" in page.figures.text()
+
+
+def test_the_lab_cluster_choice_needs_a_joined_cluster_and_passes_its_address(qtbot, workspace):
+    address = {"value": ""}
+    fake = FakeCollectives()
+    page = TopologyPage(PageContext(workspace, base_values=dict, targets=list,
+                                    cluster_address=lambda: address["value"]), discover=eight_gpu_box,
+                        collectives=fake)
+    qtbot.addWidget(page)
+    page.where.setCurrentIndex(1)
+    page.iters.setValue(7)
+    assert not page.run_collectives() and "No lab cluster is joined" in page.run_progress.text()
+    assert workspace.measuring is None and fake.options is None
+    address["value"] = "10.0.0.5:6379"
+    assert page.run_collectives()
+    qtbot.waitUntil(lambda: not page.running, timeout=5000)
+    assert fake.options["cluster"] == "10.0.0.5:6379" and fake.options["iters"] == 7
 
 
 def test_a_cancelled_run_and_a_busy_workspace(qtbot, workspace):
