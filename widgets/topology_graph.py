@@ -139,7 +139,10 @@ def node_lines(node: Mapping[str, Any]) -> list[str]:
     elif kind in ("gpu", "accelerator", "nvme", "nic", "pcie-device"):
         second = {"gpu": attrs.get("name"), "accelerator": attrs.get("name"),
                   "nvme": attrs.get("model") or attrs.get("block"),
-                  "nic": attrs.get("ifname")}.get(kind) or attrs.get("vendor")
+                  "nic": attrs.get("ifname"),
+                  "pcie-device": " · ".join([str(attrs.get("vendor_name") or attrs.get("vendor") or "?"),
+                                             *(f"block {b}" for b in attrs.get("blocks") or [])]),
+                  }.get(kind) or attrs.get("vendor")
         if second and str(second) != lines[0]:
             lines.append(str(second))
         if kind == "nic":

@@ -99,5 +99,5 @@ def classify(fn: dict[str, Any], nvme: dict[str, dict], nics: dict[str, list]) -
     if cls >> 16 == 0x12:
         name = f"{vendor} accelerator {ids}"
         return "accelerator", name, {"name": name}
-    named = CLASS_NAMES.get(cls >> 16, "class")
-    return "pcie-device", f"PCI {ids} {named} {cls >> 8:04x}", {}
+    named = CLASS_NAMES.get(cls >> 16, f"class {cls >> 8:04x}")
+    return "pcie-device", f"{named[0].upper()}{named[1:]} {ids}", {"vendor_name": vendor}

@@ -354,5 +354,7 @@ def test_an_accelerator_is_its_own_kind_and_other_functions_carry_their_class_na
     assert kind == "accelerator" and label == "Habana accelerator [1da3:1020]" and attrs["name"] == label
     assert classify(fn(0x030200, "0x10de"), {}, {})[0] == "gpu"
     kind, label, _ = classify(fn(0xFFFF00, "0x1af4"), {}, {})
-    assert kind == "pcie-device" and label == "PCI [1af4:1020] unassigned class ffff"
-    assert classify(fn(0x018000, "0x1af4"), {}, {})[1] == "PCI [1af4:1020] mass storage controller 0180"
+    assert kind == "pcie-device" and label == "Unassigned class [1af4:1020]"
+    assert classify(fn(0x018000, "0x1af4"), {}, {})[1:] == ("Mass storage controller [1af4:1020]",
+                                                            {"vendor_name": "Red Hat (virtio)"})
+    assert classify(fn(0x0B4000, "0x1af4"), {}, {})[1] == "Class 0b40 [1af4:1020]"  # a class not in the table
