@@ -160,7 +160,10 @@ def _floor(card: dict[str, Any], engine: str) -> float:
 
 
 def _transfer_ratio(from_card: dict[str, Any], to_card: dict[str, Any], notes: list[str]) -> float:
-    (a, a_source), (b, b_source) = transfer_figure(from_card), transfer_figure(to_card)
+    # one method on both sides: the bandwidth matrix's link when both cards have it, else both cards' h2d_gbs (a
+    # ratio of two different measurements would carry their methods' difference into the projection)
+    use_links = all(link_entry(card, "h2d", "pinned") is not None for card in (from_card, to_card))
+    (a, a_source), (b, b_source) = (transfer_figure(card, links=use_links) for card in (from_card, to_card))
     if a and b:
         said = f"copies scaled by the pinned host→device ratio: source {a_source}; target {b_source}"
         if said not in notes:
@@ -172,20 +175,23 @@ def _transfer_ratio(from_card: dict[str, Any], to_card: dict[str, Any], notes: l
     return 1.0
 
 
-def transfer_figure(card: dict[str, Any]) -> tuple[float | None, str]:
+def transfer_figure(card: dict[str, Any], links: bool = True) -> tuple[float | None, str]:
     """A card's pinned host→device GB/s for its target GPU and where it came from (said in the projection).
 
     The bandwidth matrix's measured link for that GPU (card["links"], engines/topology/bandwidth.py: nvbandwidth's
-    method, against the PCIe link it crosses) when the card has it; else the card's own h2d_gbs.pinned; else None.
+    method, against the PCIe link it crosses) when the card has it and `links`; else the card's own
+    h2d_gbs.pinned; else None.
     """
-    entry = link_entry(card, "h2d", "pinned")
+    entry = link_entry(card, "h2d", "pinned") if links else None
     if entry is not None:
         via = f"{entry['link_label']} to " if entry.get("link_label") else ""
         return float(entry["median_gbs"]), (f"the measured link {via}{entry.get('device')} "
                                              f"({entry['median_gbs']:.3g} GB/s pinned, bandwidth matrix)")
     value = _num((card.get("h2d_gbs") or {}).get("pinned"))
     if value:
-        return value, f"the card's h2d_gbs.pinned ({value:.3g} GB/s; no measured link for {card.get('target', '?')})"
+        why = (f"no measured link for {card.get('target', '?')}" if links else
+               "h2d_gbs on both cards: a card has no measured link for its GPU")
+        return value, f"the card's h2d_gbs.pinned ({value:.3g} GB/s; {why})"
     return None, ""
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from engines.topology.nvml import normalize_bdf
+
 DRIVER_VERSION_FILE = "/proc/driver/nvidia/version"
 NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS (nvml.h): Hopper has 18 links per GPU
 
@@ -49,12 +51,9 @@ def nvidia(nvml: Any = None) -> dict[str, Any]:
     return out
 
 
-def short_bdf(bus_id: str | None) -> str | None:
-    """NVML's bus id ("00000000:18:00.0") as sysfs names the device ("0000:18:00.0"), lower case."""
-    if not bus_id:
-        return None
-    domain, sep, rest = bus_id.strip().lower().partition(":")
-    return f"{domain[-4:]}:{rest}" if sep else bus_id.lower()
+def short_bdf(bus_id: str | bytes | None) -> str | None:
+    """NVML's bus id ("00000000:18:00.0") as sysfs names the device ("0000:18:00.0"): the topology's own reading."""
+    return normalize_bdf(bus_id) if bus_id else None
 
 
 # ---- Private API

@@ -488,7 +488,11 @@ class TopologyPage(QtWidgets.QWidget):
         try:
             outcome = module.run(options, self.sig_progress.emit, cancel)
             record["outcome"] = outcome
-            record["run_id"] = module.store(outcome, self._workspace.writer, options)
+            if hasattr(module, "store_with_status"):  # the status as stored: a malformed result is kept failed
+                record["run_id"], record["status"], record["cause"] = module.store_with_status(
+                    outcome, self._workspace.writer, options)
+            else:
+                record["run_id"] = module.store(outcome, self._workspace.writer, options)
         except Exception as exc:  # reported on the page: what failed and the message
             record["error"] = f"{type(exc).__name__}: {exc}"
         self.sig_finished.emit(record)
@@ -513,7 +517,7 @@ class TopologyPage(QtWidgets.QWidget):
         self._set_running(False)
         took = f"{time.monotonic() - self._started:.1f} s"
         outcome, run_id = record.get("outcome"), record.get("run_id")
-        status = getattr(outcome, "status", None)
+        status = record.get("status") or getattr(outcome, "status", None)
         result = getattr(outcome, "result", None)
         if record.get("error"):
             self.run_progress.setText(f"Failed after {took}: {record['error']}")
@@ -521,7 +525,7 @@ class TopologyPage(QtWidgets.QWidget):
             where = f"run {str(run_id)[:8]} in the history" if run_id else "not stored"
             self.run_progress.setText(f"Completed in {took} · {where}")
         else:
-            cause = getattr(outcome, "message", "") or getattr(outcome, "cause", "") or ""
+            cause = record.get("cause") or getattr(outcome, "message", "") or getattr(outcome, "cause", "") or ""
             self.run_progress.setText(f"{str(status).capitalize()} after {took}" + (f": {cause}" if cause else ""))
         if result:
             self._show_result(result, f"This run · {status}")

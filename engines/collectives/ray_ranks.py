@@ -79,8 +79,16 @@ def _collect(ray: Any, refs: list[Any], plan: dict[str, Any],
     index = {ref: rank for rank, ref in enumerate(refs)}
     results: dict[int, dict[str, Any]] = {}
     pending = list(refs)
+    stall_s = float(plan["stall_timeout_s"])
     while pending:
-        done, pending = ray.wait(pending, num_returns=1)
+        # Until one rank ends, a hung collective is ended by the backend's own timeout (stall_timeout_s, given to
+        # init_process_group) and a lost node by Ray; once one rank has ended, the rest end at the same barrier,
+        # so one still running stall_timeout_s later is stuck.
+        done, pending = ray.wait(pending, num_returns=1, timeout=stall_s if results else None)
+        if not done:
+            stuck = sorted(index[ref] for ref in pending)
+            raise RuntimeError(f"rank(s) {', '.join(map(str, stuck))} still running {stall_s:g} s after rank(s) "
+                               f"{', '.join(map(str, sorted(results)))} finished: a hung rank or node")
         rank = index[done[0]]
         try:
             results[rank] = ray.get(done[0])

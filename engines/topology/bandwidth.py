@@ -31,8 +31,8 @@ from engines.storage.errors import StorageError
 from engines.topology import bandwidth_gpu
 from engines.topology.bandwidth_drive import BLOCK, QUEUE_DEPTH, DriveRead, drive_node
 from engines.topology.bandwidth_host import NodeCopy
-from engines.topology.bandwidth_membind import parse_cpulist
 from engines.topology.bandwidth_paths import Graph, ceiling, link_label
+from engines.topology.sysfs import parse_cpulist
 
 SCHEMA = 1
 MIB = 1024 ** 2
@@ -51,12 +51,13 @@ class Sizes:
     repeat_s: float  # about how long one repeat lasts
     drive_repeat_s: float
     minimum_repeats: int
-    cap_s: float  # each figure repeats until within the goal or this many seconds
+    cap_s: float  # each figure repeats until within the goal or this many seconds …
     best_of: int
+    budget_s: float  # … or its share of this budget for the whole matrix, when that is shorter (8 GPUs: 93 paths)
 
 
-FULL = Sizes(64 * MIB, 256 * MIB, 256 * MIB, 0.25, 0.5, 5, 10.0, 3)
-QUICK = Sizes(4 * MIB, 8 * MIB, 8 * MIB, 0.02, 0.05, 3, 0.2, 1)
+FULL = Sizes(64 * MIB, 256 * MIB, 256 * MIB, 0.25, 0.5, 5, 10.0, 3, 180.0)
+QUICK = Sizes(4 * MIB, 8 * MIB, 8 * MIB, 0.02, 0.05, 3, 0.2, 1, 5.0)
 
 
 # ---- Public API
@@ -70,7 +71,7 @@ def measure_links(topology: dict[str, Any], *, quick: bool, progress: Progress |
     if storage_dir is not None:
         check_directory(storage_dir)  # a bad directory fails before minutes of measuring
     sizes = QUICK if quick else FULL
-    run = _Matrix(sizes, progress or (lambda _text: None))
+    run = _Matrix(sizes, progress or (lambda _text: None), planned_paths(graph))
     _host_memory(run, graph)
     _gpus(run, graph, torch)
     _drive(run, graph, storage_dir)
@@ -82,10 +83,12 @@ def measure_links(topology: dict[str, Any], *, quick: bool, progress: Progress |
 class _Matrix:
     """The matrix being filled in; `measure()` measures one entry, or records why it cannot."""
 
-    def __init__(self, sizes: Sizes, progress: Progress):
+    def __init__(self, sizes: Sizes, progress: Progress, planned: int = 1):
         self.sizes, self.say = sizes, progress
+        self.cap_s = min(sizes.cap_s, sizes.budget_s / max(planned, 1))
         self.result: dict[str, Any] = {"schema": SCHEMA, "entries": [], "not_available": {},
-                                       "goal": GOAL, "cap_s": sizes.cap_s, "quick": sizes is QUICK}
+                                       "goal": GOAL, "cap_s": self.cap_s, "budget_s": sizes.budget_s,
+                                       "planned_paths": planned, "quick": sizes is QUICK}
 
     def measure(self, entry: dict[str, Any], setup: Callable[[], Any], method: Callable[[Any], str],
                 theory: tuple[float | None, str], goal: float = GOAL) -> dict[str, Any]:
@@ -99,7 +102,7 @@ class _Matrix:
         try:
             measurement = setup()
             median, spread, _ = until_precise(
-                measurement.once, self.sizes.minimum_repeats, goal=goal, max_s=self.sizes.cap_s,
+                measurement.once, self.sizes.minimum_repeats, goal=goal, max_s=self.cap_s,
                 max_repeats=MAX_REPEATS, on_repeat=lambda i: self.say(f"{label}: repeat {i + 1}"))
             entry["method"] = f"{method(measurement)}, median of {spread['n']}"
         except Unavailable as exc:
@@ -120,6 +123,13 @@ class _Matrix:
                 entry["efficiency"] = median / theory[0]
         self.result["entries"].append(entry)
         return entry
+
+
+def planned_paths(graph: Graph) -> int:
+    """How many paths the matrix will try: NUMA pairs, four host↔device copies per GPU, each ordered GPU pair,
+    the drive. Each figure's time cap is its share of the budget, so 8 GPUs do not take 15 minutes."""
+    numa, gpus = len(graph.numa_nodes()), len(graph.of_kind("gpu"))
+    return numa * numa + 4 * gpus + gpus * (gpus - 1) + 1
 
 
 def _entry(entry_id: str, kind: str, src: str | None, dst: str | None, variant: str, links: list[dict],
@@ -181,10 +191,13 @@ def _cpus(node: dict, allowed: set[int]) -> list[int]:
 
 
 def _llc(node: dict) -> int | None:
-    caches = (node.get("attrs") or {}).get("caches") or {}
+    """The node's last-level cache in total: one slice's size × the slices the node's CPUs use (an EPYC node has
+    8–12 L3 slices; one slice's size would let a "≥ 4× LLC" array live partly in the caches)."""
+    attrs = node.get("attrs") or {}
+    caches, instances = attrs.get("caches") or {}, attrs.get("cache_instances") or {}
     for key in ("L3", "l3", "L2", "l2"):
         if isinstance(caches.get(key), int):
-            return caches[key]
+            return caches[key] * max(int(instances.get(key) or 1), 1)
     return cache_sizes()["llc_bytes"]
 
 

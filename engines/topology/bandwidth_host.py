@@ -41,7 +41,8 @@ class NodeCopy:
             raise Unavailable(f"cannot place two arrays of {numel * element // MIB} MiB on NUMA node "
                               f"{memory_node}: {type(exc).__name__}: {exc}") from exc
         checks = [pages_on_node(buffer, memory_node) for buffer in (self._a_buf, self._c_buf)]
-        share, why = min(checks, key=lambda check: -1.0 if check[0] is None else check[0])
+        known = [check for check in checks if check[0] is not None]  # the worse buffer that could be checked
+        share, why = min(known, key=lambda check: check[0]) if known else checks[0]
         if share is not None and share < PLACED_SHARE:
             raise Unavailable(f"only {share * 100:.0f}% of the sampled pages landed on node {memory_node} (the "
                               "kernel moved or refused them): this would not be the pair it names")

@@ -30,21 +30,6 @@ SAMPLE_PAGES = 64
 
 
 # ---- Public API
-def parse_cpulist(text: str) -> list[int]:
-    """"0-3,8-11" → [0, 1, 2, 3, 8, 9, 10, 11] (the kernel's cpulist format); ValueError names a bad piece."""
-    cpus: list[int] = []
-    for piece in filter(None, (part.strip() for part in str(text).split(","))):
-        low, _, high = piece.partition("-")
-        try:
-            first, last = int(low), int(high or low)
-        except ValueError:
-            raise ValueError(f"bad CPU list piece {piece!r} in {text!r}: expected numbers like 0-3,8") from None
-        if last < first:
-            raise ValueError(f"bad CPU list piece {piece!r} in {text!r}: range runs backwards")
-        cpus.extend(range(first, last + 1))
-    return cpus
-
-
 def allocate_on_node(size: int, node: int, cpus: list[int]) -> tuple[mmap.mmap, str]:
     """An anonymous mapping of `size` bytes whose pages were first touched on `node`: (buffer, how).
 

@@ -95,30 +95,42 @@ class Graph:
                 out.append(into[current])
         return out
 
+    def _is_switch(self, node_id: str | None) -> bool:
+        return bool(((self.nodes.get(node_id) or {}).get("attrs") or {}).get("nvswitch"))
+
     def device_to_host(self, node_id: str | None) -> list[dict]:
         return self.up_links(node_id) if node_id in self.nodes else []
 
     def between(self, a: str | None, b: str | None) -> tuple[list[dict], str]:
-        """The links a copy from device `a` to device `b` crosses and how it goes ("nvlink" | "pcie")."""
+        """The links a copy from device `a` to device `b` crosses and how it goes ("nvlink" | "nvswitch" | "pcie"):
+        NVLinks between the two, else both GPUs' NVLinks into NVSwitches (HGX/DGX boards), else the PCIe tree."""
         if a not in self.nodes or b not in self.nodes:
             return [], "unknown"
-        direct = [link for link in self.links if link.get("kind") == "nvlink" and {link.get("a"), link.get("b")} == {a, b}]
+        nvlinks = [link for link in self.links if link.get("kind") == "nvlink"]
+        direct = [link for link in nvlinks if {link.get("a"), link.get("b")} == {a, b}]
         if direct:
             return direct, "nvlink"
+        switched = {end: [link for link in nvlinks if link.get("a") == end and self._is_switch(link.get("b"))]
+                    for end in (a, b)}
+        if switched[a] and switched[b]:
+            return switched[a] + switched[b], "nvswitch"
         above_b = set(self.ancestors(b))
         common = next((node for node in self.ancestors(a) if node in above_b), None)
         return self.up_links(a, common) + list(reversed(self.up_links(b, common))), "pcie"
 
 
 def ceiling(links: list[dict], what: str) -> tuple[float | None, str]:
-    """(slowest link's per-direction theoretical GB/s, why None) over a path; a sum over parallel NVLinks."""
+    """(slowest link's per-direction theoretical GB/s, why None) over a path. NVLinks are summed per GPU end (the
+    parallel links of one GPU) and the smaller GPU's sum is the ceiling (through NVSwitches, each GPU's own)."""
     if not links:
         return None, f"the topology shows no link for {what}"
     if all(link.get("kind") == "nvlink" for link in links):
-        rates = [link.get("theoretical_gbs") for link in links]
-        if any(rate is None for rate in rates):
+        if any(link.get("theoretical_gbs") is None for link in links):
             return None, f"NVLink {links[0].get('id')} has no theoretical rate in the topology"
-        return float(sum(rates)), ""
+        per_gpu: dict[str, float] = {}
+        for link in links:
+            per_gpu[str(link.get("a"))] = per_gpu.get(str(link.get("a")), 0.0) + float(link["theoretical_gbs"])
+        return min(per_gpu.values()), ""
     worst: float | None = None
     unread = []
     for link in links:

@@ -44,7 +44,10 @@ def discover(root: str = "/", *, nvml: Any = nvml_mod._UNSET, tree: Tree | None 
     nodes.extend(pci_nodes)
     links.extend(pci_links)
 
-    module, why = nvml_mod.load_pynvml(nvml)
+    if nvml is nvml_mod._UNSET and os.path.realpath(root) != "/":
+        module, why = None, f"{root} is a captured tree: this machine's NVML does not describe it"
+    else:
+        module, why = nvml_mod.load_pynvml(nvml)
     facts = None
     if module is not None:
         facts, why = nvml_mod.read_nvml(module)
@@ -126,9 +129,11 @@ def _apply_nvml(nodes: list[dict], links: list[dict], facts: dict | None, not_av
             node["label"] = f"GPU{info['index']} {info['name']}"
             node["attrs"].update({"name": info["name"], "index": info["index"]})
         for (a, b), entry in sorted(facts["nvlinks"].items()):
-            per = nvml_mod.NVLINK_GBS.get(entry["version"])
+            generation, per = nvml_mod.nvlink_rate(entry["version"], entry.get("gpu_name", ""))
             count = entry["links"]
-            version = f"NVLink{entry['version']}" if entry["version"] else "NVLink (version not reported)"
+            version = (f"NVLink {generation}" if generation else
+                       f"NVLink (version code {entry['version']} unknown)" if entry["version"] is not None else
+                       "NVLink (version not reported)")
             remote = by_id.get(f"pci:{b}")
             if not entry.get("to_gpu", True):
                 if remote is None:

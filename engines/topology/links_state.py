@@ -79,8 +79,10 @@ def check_links_under_load(topology: dict[str, Any], load: Callable[[dict], Cont
             seconds = max(time.monotonic() - handle["started"], 1e-9)
             _add_note(link, f"load: O_DIRECT reads of {handle['path']}, {handle['bytes'] / seconds / 1e6:.0f} MB/s "
                             f"over {seconds:.1f} s")
-        if best["speed_gts"] is not None and best["width"] is not None and \
-                best["speed_gts"] >= top["speed_gts"] and best["width"] >= top["width"]:
+        if best is None or best["speed_gts"] is None or best["width"] is None:
+            link["state"] = "unknown"  # unreadable is not slow: never flagged on a reading that was not there
+            _add_note(link, "under load its current speed or width could not be read from sysfs")
+        elif best["speed_gts"] >= top["speed_gts"] and best["width"] >= top["width"]:
             link["state"] = "recovered-under-load"
             _add_note(link, f"under load it trained to {describe(best)}: the idle reading was power saving")
         else:

@@ -9,9 +9,25 @@ from __future__ import annotations
 from typing import Any
 
 MAX_NVLINKS = 18  # NVML_NVLINK_MAX_LINKS on Hopper; older GPUs answer NotSupported past their last link
-# Per link, per direction, by NVLink version (NVIDIA's published rates: P100 v1 20 GB/s, V100 v2 25, A100 v3 25,
-# H100 v4 25 (900 GB/s over 18 links, both directions), B200 v5 50).
-NVLINK_GBS = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
+# nvmlDeviceGetNvLinkVersion answers an nvmlNvlinkVersion_t code, not the generation: 1 = 1.0, 2 = 2.0, 3 = 2.2,
+# 4 = 3.0, 5 = 3.1, 6 = 4.0, 7 = 5.0 (nvml.h). Per link, per direction, NVIDIA's published rates: P100 (1.0) 20 GB/s,
+# V100 (2.x) 25, A100 (3.x) 25, H100 (4.0) 25 (900 GB/s over 18 links, both directions), B200 (5.0) 50.
+NVLINK_CODES = {1: ("1.0", 20.0), 2: ("2.0", 25.0), 3: ("2.2", 25.0), 4: ("3.0", 25.0), 5: ("3.1", 25.0),
+                6: ("4.0", 25.0), 7: ("5.0", 50.0)}
+# Some drivers answer 5.0 for Hopper's NVLink 4 (a quirk handled the same way in PyTorch's own NVLink benchmark):
+# a Hopper part is 4.0 at 25 GB/s per link whatever the code says.
+HOPPER_NAMES = ("H100", "H200", "H800", "H20", "GH200")
+
+
+def nvlink_rate(code: int | None, gpu_name: str = "") -> tuple[str | None, float | None]:
+    """(NVLink generation "4.0", GB/s per link per direction) for NVML's version code; (None, None) when unknown."""
+    if code is None or code not in NVLINK_CODES:
+        return None, None
+    if any(part in gpu_name.upper() for part in HOPPER_NAMES):
+        return NVLINK_CODES[6]
+    return NVLINK_CODES[code]
+
+
 # nvmlDeviceGetTopologyCommonAncestor levels → nvidia-smi topo -m names.
 LEVELS = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 
@@ -39,7 +55,8 @@ def normalize_bdf(bus_id: Any) -> str:
 
 
 def read_nvml(nvml: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """{"gpus": [{"index", "bdf", "name"}], "nvlinks": {(bdfA, bdfB): {"links", "version", "to_gpu"}},
+    """{"gpus": [{"index", "bdf", "name"}], "nvlinks": {(bdfA, bdfB): {"links", "version" (NVML's code),
+    "to_gpu", "gpu_name"}},
     "levels": {(i, j): name}, "notes": [...]}, or (None, why NVML could not start)."""
     try:
         nvml.nvmlInit()
@@ -76,7 +93,8 @@ def read_nvml(nvml: Any) -> tuple[dict[str, Any] | None, str | None]:
                 # GPU↔GPU keys are sorted (both ends report the link; it is counted from the lower address's
                 # side); a GPU↔NVSwitch key is (gpu, switch).
                 key = tuple(sorted((gpu["bdf"], remote))) if to_gpu else (gpu["bdf"], remote)
-                entry = nvlinks.setdefault(key, {"links": 0, "version": version, "to_gpu": to_gpu})
+                entry = nvlinks.setdefault(key, {"links": 0, "version": version, "to_gpu": to_gpu,
+                                                 "gpu_name": gpu["name"]})
                 if not to_gpu or gpu["bdf"] == key[0]:
                     entry["links"] += 1
         levels: dict[tuple[int, int], str] = {}

@@ -21,7 +21,7 @@ ROOT_DIR = re.compile(r"^pci([0-9a-f]{4,8}:[0-9a-f]{2})$")
 # PCIe generation by GT/s: encoding efficiency (payload bits per line bit).
 ENCODING = {2.5: (1, 8 / 10, "8b/10b"), 5.0: (2, 8 / 10, "8b/10b"), 8.0: (3, 128 / 130, "128b/130b"),
             16.0: (4, 128 / 130, "128b/130b"), 32.0: (5, 128 / 130, "128b/130b"),
-            64.0: (6, 1.0, "1b/1b FLIT (PAM4; the FLIT's ~6% CRC/FEC overhead is not counted)")}
+            64.0: (6, 242 / 256, "1b/1b FLIT (PAM4): 242 of each 256-byte FLIT carry data, the rest CRC and FEC")}
 
 
 def parse_speed(text: str | None) -> float | None:

@@ -8,7 +8,8 @@ Symlinks are resolved inside the root (a fixture's links are relative, like the 
 from __future__ import annotations
 
 import os
-import re
+
+from engines.machine import caches
 
 
 class Tree:
@@ -97,14 +98,18 @@ class Tree:
 
 
 def parse_cpulist(text: str | None) -> list[int]:
-    """'0-3,8,10-11' → [0, 1, 2, 3, 8, 10, 11]; '' → []."""
+    """'0-3,8,10-11' → [0, 1, 2, 3, 8, 10, 11] (the kernel's cpulist format); '' → []; ValueError names a bad
+    piece."""
     cpus: list[int] = []
-    for chunk in (text or "").replace("\n", ",").split(","):
-        chunk = chunk.strip()
-        if not chunk:
-            continue
-        lo, _, hi = chunk.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    for piece in filter(None, (part.strip() for part in (text or "").replace("\n", ",").split(","))):
+        low, _, high = piece.partition("-")
+        try:
+            first, last = int(low), int(high or low)
+        except ValueError:
+            raise ValueError(f"bad CPU list piece {piece!r} in {text!r}: expected numbers like 0-3,8") from None
+        if last < first:
+            raise ValueError(f"bad CPU list piece {piece!r} in {text!r}: range runs backwards")
+        cpus.extend(range(first, last + 1))
     return sorted(set(cpus))
 
 
@@ -122,12 +127,10 @@ def format_cpulist(cpus: list[int]) -> str:
     return ",".join(out)
 
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)i?B?\s*$", re.IGNORECASE)
-
-
 def parse_size(text: str | None) -> int | None:
-    """A sysfs cache size ('32K', '1024K', '32M') in bytes; None when it does not parse."""
-    match = _SIZE.match(text or "")
-    if not match:
+    """A sysfs cache size ('32K', '1024K', '32M') in bytes (engines.machine.caches.parse_size); None when it does
+    not parse."""
+    try:
+        return caches.parse_size(text or "")
+    except ValueError:
         return None
-    return int(match.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2).upper()]

@@ -253,6 +253,17 @@ def test_the_lab_cluster_choice_needs_a_joined_cluster_and_passes_its_address(qt
     assert fake.options["cluster"] == "10.0.0.5:6379" and fake.options["iters"] == 7
 
 
+def test_a_result_the_history_keeps_as_failed_is_not_shown_as_completed(qtbot, workspace):
+    class Malformed(FakeCollectives):
+        def store_with_status(self, outcome, db, options=None):
+            return self.store(outcome, db, options), "failed", "the collectives result cannot be kept as completed"
+
+    page = make_page(qtbot, workspace, collectives=Malformed())
+    assert page.run_collectives()
+    qtbot.waitUntil(lambda: not page.running, timeout=5000)
+    assert page.run_progress.text().startswith("Failed after") and "cannot be kept" in page.run_progress.text()
+
+
 def test_a_cancelled_run_and_a_busy_workspace(qtbot, workspace):
     gate = threading.Event()
     page = make_page(qtbot, workspace, collectives=FakeCollectives(block=gate))

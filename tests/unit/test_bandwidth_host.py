@@ -12,7 +12,8 @@ import pytest
 from engines.machine.errors import Unavailable
 from engines.topology.bandwidth import measure_links
 from engines.topology.bandwidth_host import NodeCopy
-from engines.topology.bandwidth_membind import allocate_on_node, pages_on_node, parse_cpulist
+from engines.topology.bandwidth_membind import allocate_on_node, pages_on_node
+from engines.topology.sysfs import parse_cpulist
 from tests.unit.test_bandwidth_fixtures import FakeTorch, switch_box, two_numa
 
 MIB = 1024 ** 2
@@ -56,6 +57,16 @@ def test_the_copy_moves_every_byte_it_counts():
         copy.close()
 
 
+def test_one_buffer_placed_elsewhere_is_refused_even_when_the_other_could_not_be_checked(monkeypatch):
+    import engines.topology.bandwidth_host as host
+
+    answers = iter([(None, "move_pages refused"), (0.5, "")])
+    monkeypatch.setattr(host, "pages_on_node", lambda *_: next(answers))
+    cpus = sorted(os.sched_getaffinity(0))
+    with pytest.raises(Unavailable, match="only 50% of the sampled pages landed on node 0"):
+        NodeCopy(cpus, 0, cpus, MIB, 0.001)
+
+
 def test_a_reader_without_cpus_is_unavailable():
     with pytest.raises(Unavailable, match="no CPU of the reading node"):
         NodeCopy([], 0, [0], MIB, 0.001)
@@ -97,3 +108,12 @@ def test_a_topology_without_numa_nodes_says_so():
 
 def _no_cuda():
     return FakeTorch({}, [])
+
+
+def test_the_arrays_outgrow_the_nodes_whole_last_level_cache_not_one_slice():
+    """An EPYC node has 8–12 L3 slices: 4× one slice would leave the 'memory' arrays partly in the caches."""
+    from engines.topology.bandwidth import _llc
+
+    node = {"attrs": {"caches": {"L2": 1 << 20, "L3": 32 << 20}, "cache_instances": {"L2": 16, "L3": 8}}}
+    assert _llc(node) == 256 << 20
+    assert _llc({"attrs": {"caches": {"L3": 32 << 20}}}) == 32 << 20  # one slice when the count is not known

@@ -73,3 +73,33 @@ def test_a_malformed_topology_is_refused_with_the_fix():
         Graph({"nodes": "x"})
     with pytest.raises(ValueError, match="without an id"):
         Graph({"nodes": [{"kind": "gpu"}], "links": []})
+
+
+def test_gpus_on_nvswitches_go_through_their_switch_links_and_the_smaller_gpu_sum_is_the_ceiling():
+    """HGX/DGX: no GPU↔GPU NVLink, each GPU's links go to NVSwitches; a peer copy is not a PCIe copy."""
+    topology = switch_box()
+    for switch in ("pci:0000:f1:00.0", "pci:0000:f2:00.0"):
+        topology["nodes"].append({"id": switch, "kind": "pcie-device", "label": "NVSwitch", "parent": "machine",
+                                  "attrs": {"nvswitch": True}})
+    for gpu, switch, gbs in ((GPU0, "f1", 100.0), (GPU0, "f2", 100.0), (GPU1, "f1", 100.0), (GPU1, "f2", 50.0)):
+        topology["links"].append({"id": f"nvlink:{gpu}-{switch}", "kind": "nvlink", "a": gpu,
+                                  "b": f"pci:0000:{switch}:00.0", "theoretical_gbs": gbs, "state": "unknown"})
+    links, how = Graph(topology).between(GPU0, GPU1)
+    assert how == "nvswitch" and len(links) == 4
+    assert ceiling(links, "pair") == (150.0, "")  # GPU1's 100 + 50, not the 350 of all four, not PCIe's 7.9
+
+
+def test_eight_gpus_share_the_matrix_budget():
+    from engines.topology.bandwidth import FULL, _Matrix, planned_paths
+
+    topology = switch_box()
+    for index in range(6):  # 8 GPUs in all
+        topology["nodes"].append({"id": f"pci:0000:{0x40 + index:02x}:00.0", "kind": "gpu", "label": "GPU",
+                                  "parent": "machine", "attrs": {}})
+    graph = Graph(topology)
+    assert len(graph.of_kind("gpu")) == 8
+    planned = planned_paths(graph)
+    assert planned == len(graph.numa_nodes()) ** 2 + 32 + 56 + 1
+    matrix = _Matrix(FULL, lambda _text: None, planned)
+    assert matrix.cap_s == pytest.approx(FULL.budget_s / planned) and matrix.cap_s < FULL.cap_s
+    assert _Matrix(FULL, lambda _text: None, 3).cap_s == FULL.cap_s  # a small machine keeps the full cap

@@ -43,14 +43,23 @@ def project(source, target):
 
 
 def test_the_projection_uses_the_measured_link_of_the_target_gpu_and_says_which():
-    source = gpu_card("a", h2d_pinned=12.0)
+    source = gpu_card("a", h2d_pinned=12.0, entries=h2d("cuda:0", 12.5))
     target = gpu_card("b", h2d_pinned=12.0, entries=h2d("cuda:0", 24.0) + h2d("cuda:1", 6.0))
     out = project(source, target)
-    assert out["terms"]["transfer"]["scale"] == pytest.approx(12.0 / 24.0)  # the link, not the card's 12 GB/s
+    assert out["terms"]["transfer"]["scale"] == pytest.approx(12.5 / 24.0)  # the links, not the cards' 12 GB/s
     said = " ".join(out["notes"])
     assert "the measured link PCIe Gen4 x16 to cuda:0 (24 GB/s pinned, bandwidth matrix)" in said
-    assert "the card's h2d_gbs.pinned (12 GB/s" in said  # the source card has no matrix: its own figure
+    assert "the measured link PCIe Gen4 x16 to cuda:0 (12.5 GB/s pinned, bandwidth matrix)" in said
     assert sum("copies scaled" in note for note in out["notes"]) == 1  # said once, not per copy op
+
+
+def test_one_method_on_both_sides_when_only_one_card_has_the_matrix():
+    """A ratio of the matrix's figure over another card's h2d_gbs would carry two methods' difference."""
+    out = project(gpu_card("a", h2d_pinned=12.0), gpu_card("b", h2d_pinned=6.0, entries=h2d("cuda:0", 24.0)))
+    assert out["terms"]["transfer"]["scale"] == pytest.approx(2.0)  # 12 / 6: both cards' h2d_gbs
+    said = " ".join(out["notes"])
+    assert "the card's h2d_gbs.pinned (12 GB/s" in said and "the card's h2d_gbs.pinned (6 GB/s" in said
+    assert "h2d_gbs on both cards: a card has no measured link for its GPU" in said
 
 
 def test_without_a_measured_link_for_its_gpu_the_card_figure_is_used():
@@ -58,7 +67,7 @@ def test_without_a_measured_link_for_its_gpu_the_card_figure_is_used():
                       + [{**h2d("cuda:0", 24.0)[0], "median_gbs": None, "not_available": "failed"}])
     out = project(gpu_card("a", h2d_pinned=12.0), target)
     assert out["terms"]["transfer"]["scale"] == pytest.approx(2.0)
-    assert "no measured link for cuda:0" in " ".join(out["notes"])
+    assert "a card has no measured link for its GPU" in " ".join(out["notes"])
     assert whatif.transfer_figure({"target": "cpu", "links": {"entries": h2d("cuda:0", 24.0)}}) == (None, "")
 
 

@@ -33,7 +33,7 @@ def test_pcie_rates_follow_each_generations_encoding():
     assert gbs(5.0, 16) == pytest.approx(8.0)
     assert gbs(8.0, 16) == pytest.approx(15.754, abs=1e-3)  # 128b/130b
     assert gbs(16.0, 16) == pytest.approx(31.508, abs=1e-3)
-    assert gbs(64.0, 16) == pytest.approx(128.0)        # Gen6 FLIT 1b/1b
+    assert gbs(64.0, 16) == pytest.approx(121.0)        # Gen6 FLIT: 242 of 256 bytes are data
     assert gbs(None, 16) is None
     assert parse_speed("16.0 GT/s PCIe") == 16.0 and parse_speed("8 GT/s") == 8.0 and parse_speed("Unknown") is None
     assert parse_width("16") == 16 and parse_width("0") is None and parse_width("255") is None
@@ -358,3 +358,35 @@ def test_an_accelerator_is_its_own_kind_and_other_functions_carry_their_class_na
     assert classify(fn(0x018000, "0x1af4"), {}, {})[1:] == ("Mass storage controller [1af4:1020]",
                                                             {"vendor_name": "Red Hat (virtio)"})
     assert classify(fn(0x0B4000, "0x1af4"), {}, {})[1] == "Class 0b40 [1af4:1020]"  # a class not in the table
+
+
+def test_a_captured_tree_never_gets_the_live_machines_nvml(tmp_path, monkeypatch):
+    """`topology --root DIR` describes DIR: GPUs and NVLinks of the machine running it must not be merged in."""
+    import engines.topology.nvml as nvml_mod
+
+    monkeypatch.setattr(nvml_mod, "load_pynvml", lambda *_: pytest.fail("the live NVML was loaded"))
+    topo = discover(str(materialize("gpu-switch-box", tmp_path)))
+    assert "captured tree" in topo["not_available"]["nvml"]
+
+
+def test_a_link_that_cannot_be_read_under_load_is_unknown_not_flagged(tmp_path):
+    root = materialize("gpu-switch-box", tmp_path)
+    topo = discover(str(root), nvml=None)
+
+    class Unreadable:
+        """The device's speed file vanishes while loaded (a driver that hides it, a function being reset)."""
+
+        def __init__(self, lnk):
+            self.base = root / "sys/bus/pci/devices" / lnk["id"].split(":", 1)[1]
+
+        def __enter__(self):
+            (self.base / "current_link_speed").unlink(missing_ok=True)
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    check_links_under_load(topo, Unreadable, root=str(root), hold_s=0.0)
+    checked = link(topo, "pcie:0000:89:00.0")
+    assert checked["state"] == "unknown" and "could not be read" in checked["note"]
+    assert not [x for x in topo["links"] if x["state"] == "low-under-load"]

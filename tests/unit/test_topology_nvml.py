@@ -115,7 +115,7 @@ def test_gpus_on_nvswitches_are_nv18_to_each_other(box):
     root, spec = box
     gpus = spec["gpus"]
     switches = ["0000:f1:00.0", "0000:f2:00.0", "0000:f3:00.0", "0000:f4:00.0"]
-    fake = fake_nvml(gpus, [["X"] * len(gpus)] * len(gpus), "NVIDIA H100 80GB HBM3", 4,
+    fake = fake_nvml(gpus, [["X"] * len(gpus)] * len(gpus), "NVIDIA H100 80GB HBM3", 6,
                      levels=_pcie_levels(gpus))
     fake.nvmlDeviceGetNvLinkState = lambda h, link: 1 if link < 18 else (_ for _ in ()).throw(NVMLError("NS"))
     fake.nvmlDeviceGetNvLinkRemotePciInfo = lambda h, link: SimpleNamespace(busId="0000" + switches[link % 4])
@@ -127,5 +127,18 @@ def test_gpus_on_nvswitches_are_nv18_to_each_other(box):
     to_switch = [x for x in topo["links"] if x["kind"] == "nvlink" and x["a"] == "pci:0000:03:00.0"]
     assert sorted(x["current"]["width"] for x in to_switch) == [4, 4, 5, 5]  # 18 links over 4 switches
     assert sum(x["theoretical_gbs"] for x in to_switch) == pytest.approx(18 * 25.0)
+    assert all("NVLink 4.0" in x["note"] for x in to_switch)
     ids = {n["id"] for n in topo["nodes"]}
     assert all(x["a"] in ids and x["b"] in ids for x in topo["links"])  # no link to a node that is not there
+
+
+def test_nvml_version_codes_are_not_generations():
+    """nvmlDeviceGetNvLinkVersion answers nvmlNvlinkVersion_t codes (nvml.h): 4 is NVLink 3.0, 6 is 4.0, 7 is 5.0."""
+    from engines.topology.nvml import nvlink_rate
+
+    assert nvlink_rate(2, "Tesla V100-SXM2-32GB") == ("2.0", 25.0)
+    assert nvlink_rate(4, "NVIDIA A100-SXM4-80GB") == ("3.0", 25.0)
+    assert nvlink_rate(6, "NVIDIA H100 80GB HBM3") == ("4.0", 25.0)
+    assert nvlink_rate(7, "NVIDIA B200") == ("5.0", 50.0)
+    assert nvlink_rate(7, "NVIDIA H200") == ("4.0", 25.0)  # a driver answering 5.0 for Hopper's NVLink 4
+    assert nvlink_rate(9, "next") == (None, None) and nvlink_rate(None) == (None, None)
