@@ -68,6 +68,16 @@ def check_reachable(address: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
             "address and port it printed") from exc
 
 
+def check_joinable(address: str) -> None:
+    """What a worker that joins the cluster itself needs, checked here before it is spawned: Ray installed
+    (ClusterUnavailable), a token (turned on for this process and so for the worker, which inherits
+    RAY_AUTH_MODE=token) and a listener at `address` (ClusterError naming the fix). Joins nothing."""
+    if not available():
+        require_ray()  # raises ClusterUnavailable with the install command
+    auth.require_token()
+    check_reachable(address)
+
+
 def disconnect() -> None:
     global _address
     with _lock:

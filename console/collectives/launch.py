@@ -38,11 +38,10 @@ def run(options: Mapping[str, Any], on_progress: Callable[[dict[str, Any]], None
 
 def _check_cluster(address: str) -> None:
     """Token and listener before any worker starts (the worker inherits RAY_AUTH_MODE=token from here)."""
-    from console.cluster import ClusterError, auth
-    from console.cluster.connect import check_reachable
+    from console.cluster import ClusterError, ClusterUnavailable
+    from console.cluster.connect import check_joinable
 
     try:
-        auth.require_token()
-        check_reachable(address)
-    except ClusterError as exc:
+        check_joinable(address)
+    except (ClusterError, ClusterUnavailable) as exc:
         raise CollectivesError(str(exc), "") from None  # ClusterError's text names its own fix
