@@ -5,6 +5,8 @@ overhead, input pipeline, transfers, memory capacity, throttling) is judged on i
 equally well are seen to tie and the run is called `inconclusive` instead of being forced into one. Two rules
 are hard, because they are the mistakes the roofline invites: a working set that fits in the last-level cache is
 never called memory-bandwidth-bound, and thousands of tiny ops (dispatch-bound) are never called compute.
+A data-parallel run adds communication, straggler and data-at-scale, scored from its step breakdown by
+console.analysis.scaling_verdict (no profile needed).
 
 Input: the run dict of docs/architecture.md ("spec", "summary", "ops", "profile", "machine", "counters"), plain
 data. Pure and deterministic: the same run gives the same verdict. Qt-free, numpy-free.
@@ -16,11 +18,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.analysis import roofline
+from console.analysis import roofline, scaling_verdict
 from console.analysis.storage import storage_verdict
 
 CLASSES = ("compute", "memory-bandwidth", "cache-resident", "host-overhead", "input-pipeline",
-           "host-device-transfer", "memory-capacity", "throttling")
+           "host-device-transfer", "memory-capacity", "throttling", *scaling_verdict.CLASSES)
 INCONCLUSIVE = "inconclusive"
 PROFILE_CLASSES = ("compute", "memory-bandwidth", "cache-resident", "host-overhead", "host-device-transfer")
 MIN_SCORE = 0.3  # below this nothing explains the run
@@ -44,6 +46,8 @@ LABELS = {
     "host-overhead": "host/framework overhead", "input-pipeline": "the input pipeline",
     "host-device-transfer": "host↔device transfers", "memory-capacity": "memory capacity",
     "throttling": "clock throttling",
+    "communication": "exposed gradient communication", "straggler": "a straggling rank",
+    "data-at-scale": "data loading at scale",
 }
 LEVERS = {
     "compute": "lower precision (bf16, or int8 where the target has fast kernels), more threads up to the "
@@ -60,6 +64,12 @@ LEVERS = {
                             "larger transfers",
     "memory-capacity": "a smaller batch, bf16/int8 to shrink the footprint, or more memory",
     "throttling": "cooling and power limits (the clocks dropped during the run); rerun once the device is cool",
+    "communication": "overlap or shrink the all-reduce: --bucket-mb (sweep it), --grad-accum K to all-reduce less "
+                     "often, DDP's bf16 compression hook, or a faster link",
+    "straggler": "the slow rank's machine (cores shared with other work, thermal or power throttling, a slower "
+                 "device), or fewer ranks placed there",
+    "data-at-scale": "more loader workers (--loader-workers), prefetching, or faster storage: each rank reads its "
+                     "own shard",
     INCONCLUSIVE: "intervene to decide: change the batch and the threads and compare (labconsole sweep), or rerun "
                   "on a quiet machine",
 }
@@ -70,6 +80,8 @@ SHORT_LEVERS = {  # the lever as the one-line sentence names it
     "cache-resident": "fusion and a batch that stays in cache", "host-overhead": "a larger batch or torch.compile",
     "input-pipeline": "more loader workers or faster storage", "host-device-transfer": "pinned memory",
     "memory-capacity": "a smaller batch or bf16/int8", "throttling": "cooling and power limits",
+    "communication": "bucket size, --grad-accum or a faster link", "straggler": "the slow rank's machine",
+    "data-at-scale": "more loader workers or faster storage",
 }
 
 
@@ -81,10 +93,11 @@ def diagnose(run: dict[str, Any]) -> dict[str, Any]:
     evidence: dict[str, dict[str, Any]] = {name: {} for name in CLASSES}
     _score_profile(facts, scores, evidence)
     _score_scenario(run, scores, evidence)
+    _score_ddp(run, scores, evidence)
     _score_telemetry(run, facts, scores, evidence)
     _apply_counters(run.get("counters"), facts, scores, evidence)
     _apply_never_rules(facts, scores, evidence)
-    _weigh_conditions(scores, _wait_fraction(run))
+    _weigh_conditions(scores, max(_wait_fraction(run) or 0.0, scaling_verdict.outside_compute(run)))
     scores = {k: round(_clamp(v), 3) for k, v in scores.items()}
     return _decide(run, facts, scores, evidence)
 
@@ -274,6 +287,22 @@ def _score_scenario(run: dict[str, Any], scores: dict[str, float], evidence: dic
                                           of_ceiling=named["of_ceiling"], storage=named["sentence"])
 
 
+def _score_ddp(run: dict[str, Any], scores: dict[str, float], evidence: dict[str, dict[str, Any]]) -> None:
+    """communication, straggler, data-at-scale: a data-parallel run's breakdown (console.analysis.scaling_verdict).
+    With two ranks or more the data wait is judged per rank as data-at-scale, not again as the input pipeline."""
+    found, why = scaling_verdict.score(run)
+    if not any(why.values()):
+        return
+    for name in scaling_verdict.CLASSES:
+        scores[name] = found[name]
+        evidence[name].update(why[name])
+    if scores["input-pipeline"] > 0:
+        evidence["data-at-scale"].update({k: v for k, v in evidence["input-pipeline"].items()
+                                          if k in ("device", "storage_lever", "of_ceiling", "storage")})
+        scores["input-pipeline"] = 0.0
+        evidence["input-pipeline"]["ruled_out"] = "a data-parallel run: each rank's data wait is judged as data-at-scale"
+
+
 def _score_telemetry(run: dict[str, Any], f: _Facts, scores: dict[str, float],
                      evidence: dict[str, dict[str, Any]]) -> None:
     """memory-capacity (swap, major faults, memory near the total) and throttling (reasons, clock drops)."""
@@ -390,8 +419,9 @@ def _decide(run: dict[str, Any], f: _Facts, scores: dict[str, float],
     confidence = top * _clamp(0.5 + (top - second))
     secondary = runner if second >= SECONDARY_MIN else None
     decided = {**evidence[best], **common, "score": top}
+    lever = evidence[best].get("lever") or LEVERS[best]  # a lever written from the run's own figures, if any
     return {"class": best, "confidence": round(confidence, 2), "evidence": decided,
-            "recommendation": f"Lever: {LEVERS[best]}.", "secondary": secondary, "scores": scores,
+            "recommendation": f"Lever: {lever}.", "secondary": secondary, "scores": scores,
             "sentence": _sentence(best, confidence, evidence[best], secondary)}
 
 
@@ -442,6 +472,20 @@ _WHY = {
                                            if k in ("swap_growth_gib", "major_faults_per_s") or k.endswith("fraction")),
     "throttling": lambda e: "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in e.items()
                                       if k.endswith(("_bits", "_drop"))),
+    "communication": lambda e: (f"{e['exposed_ms']:.3g} ms of each {e['step_ms']:.3g} ms step is all-reduce not "
+                                f"overlapped by backward ({_pct(e['exposed_share'])})"
+                                + (f", {e['overlap_pct']:.0f}% overlapped" if e.get("overlap_pct") is not None else "")
+                                + (f"; all-reduce measured {e['measured_allreduce_ms']:.3g} ms against "
+                                   f"{e['predicted_allreduce_ms']:.3g} ms predicted from {e['busbw_source']}"
+                                   if e.get("predicted_allreduce_ms") is not None
+                                   and e.get("measured_allreduce_ms") is not None else "")),
+    "straggler": lambda e: (f"rank {e['rank']} on {e.get('host') or 'its host'} computes {e['delay_ms']:.3g} ms longer "
+                            f"than the others' median, slowest in {_pct(e['slowest_share'])} of steps "
+                            f"({_pct(e['straggler_share'])} of the step)"),
+    "data-at-scale": lambda e: (f"each rank waits for data {_pct(e['wait_share'])} of the step "
+                                f"({e['data_wait_ms']:.3g} ms)"
+                                + (f", up from {_pct(e['partner_wait_share'])} at one rank"
+                                   if e.get("rising") else "")),
 }
 
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.analysis import decoder, verdict_stability
+from console.analysis import decoder, scaling_verdict, verdict_stability
 from console.analysis.storage import storage_block
 
 
 def add_findings(summary: dict[str, Any], spec: dict[str, Any], profile: dict[str, Any] | None,
                  ops: list[dict[str, Any]], card: dict[str, Any] | None) -> dict[str, Any]:
-    """Set summary["bottleneck"], ["decoder"] (via decoder.annotate), ["storage"] and ["machine_card"]."""
+    """Set summary["bottleneck"] (a profiled run, or a data-parallel run's breakdown), ["decoder"] (via decoder.annotate), ["storage"] and ["machine_card"]."""
     summary["machine_card"] = ({"card_id": card.get("card_id"), "host": card.get("host"),
                                 "measured_at": card.get("measured_at")} if card else None)
-    if ops:
+    if ops or scaling_verdict.ddp_of(summary) is not None:  # a DDP run's breakdown is its evidence, profile or not
         summary["bottleneck"] = verdict_stability.judge({  # with its stability over the profiled iterations
             "spec": spec, "summary": summary, "ops": ops, "profile": dict(profile or {}), "machine": card,
             "counters": (profile or {}).get("counters")})

@@ -4,6 +4,10 @@ The card is another host's (from the history: `labconsole machine` kept it there
 the run's own card. Every projection states its method; when the history holds a measured run of the same
 configuration on the target, the projection's error against it is reported too (a projection is never shown as
 a measurement).
+
+`--ranks N` projects a data-parallel run (one measured with `run --ranks`) onto N ranks from its measured
+breakdown (console.analysis.whatif_ranks): no profile needed; with --onto the compute also scales by the two cards'
+compute roofs, and the report says which ratio it applied.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from console.cli.common import EXIT_OK, db_path, emit_json, fail, fmt, wants_jso
 from console.cli.numbers import number, whole
 
 NAME = "whatif"
-HELP = "project an analysed run onto another machine's card or another thread count"
+HELP = "project an analysed run onto another machine's card, another thread count or (a DDP run) N ranks"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--storage-onto", metavar="CARD_ID|MB_S",
                         help="a feed or input-pipeline run: project AU and samples/s onto another device's measured "
                              "read (a stored machine card's id or prefix, or a typed-in MB/s)")
+    parser.add_argument("--ranks", type=whole(1, 1024), metavar="N",
+                        help="a data-parallel run (run --ranks): project its step onto N ranks from its measured "
+                             "parts, no analyze needed (with --onto: that host's compute roof too)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -43,6 +50,15 @@ def main(args: argparse.Namespace) -> int:
             run = store.get_run(args.run)
             if run is None:
                 return fail(f"RUN: no run {args.run!r} in the history (`labconsole history` lists them)")
+            if getattr(args, "ranks", None) is not None:
+                report, problem = _ranks_projection(store, run, args)
+                if problem:
+                    return fail(problem)
+                if wants_json(args):
+                    emit_json(report)
+                else:
+                    _print_ranks(report)
+                return EXIT_OK
             if getattr(args, "storage_onto", None):
                 report, problem = _storage_projection(store, run, args.storage_onto)
                 if problem:
@@ -159,6 +175,65 @@ def _print(report: dict[str, Any]) -> None:
         print(f"  error against run {report['measured_run'][:8]} measured there: {report['error']:+.1%}")
     else:
         print(f"  error: {report['error_note']}")
+    for note in report.get("notes") or []:
+        print(f"  note: {note}")
+
+
+def _ranks_projection(store, run, args) -> tuple[dict[str, Any], str]:
+    """--ranks N: (report, "") or ({}, the problem and its fix). Busbw rows at N from the newest matching
+    collectives run when the history has one; with --onto (or typed-in ceilings) the compute scales by whatif's
+    peak-FLOP/s roof ratio of the two cards, and the report says which ratio it applied."""
+    from console.analysis import roofline
+    from console.analysis.scaling_verdict import collectives_rows, ddp_of
+    from console.analysis.whatif_ranks import project_ranks
+
+    ddp = ddp_of(run)
+    if ddp is None:
+        return {}, (f"RUN: run {run['run_id'][:8]} has no data-parallel breakdown: --ranks projects a run measured "
+                    "with --ranks N (labconsole run --mode training --ranks 2 ...)")
+    if args.threads is not None or getattr(args, "storage_onto", None):
+        return {}, "--ranks: project ranks alone or with --onto/typed-in ceilings, not with --threads or --storage-onto"
+    ratio, applied = 1.0, "none: the same card (compute per rank scaled by the per-rank batch only)"
+    typed = (args.peak_gflops, args.bandwidth_gbs, args.call_floor_us)
+    if args.onto or any(v is not None for v in typed):
+        host = store.hostname_of(run)
+        own = store.machine_cards(hostname=host, target=run["target"], latest_only=True)
+        if not own:
+            return {}, (f"--onto: no machine card of {host} / {run['target']} in the history to take the ratio from: "
+                        f"run `labconsole machine --target {run['target']}` on {host} first")
+        card, problem = _target_card(store, own[0], args)
+        if problem:
+            return {}, problem
+        precision = str((run.get("spec") or {}).get("precision") or "fp32")
+        try:
+            ratio = roofline.roofs(own[0], precision)["peak_flops"] / roofline.roofs(card, precision)["peak_flops"]
+        except roofline.RooflineError as exc:
+            return {}, f"--onto: {exc}"
+        applied = (f"compute × {ratio:.3g}: the peak {precision} FLOP/s ratio of {_card_label(own[0])} → "
+                   f"{_card_label(card)} (whatif's compute roof); data wait, optimizer and communication not scaled "
+                   "by it")
+    rows, source = (None, "")
+    if args.ranks >= 2:
+        rows, source = collectives_rows(store, str(ddp.get("backend")), args.ranks, str(ddp.get("placement") or "local"))
+    try:
+        projected = project_ranks(ddp, args.ranks, busbw_rows=rows, compute_ratio=ratio,
+                                  rows_source=source or "a collectives run")
+    except ValueError as exc:
+        return {}, f"--ranks: {exc}"
+    return {"run_id": run["run_id"], "projection": "ranks", "compute_ratio_applied": applied,
+            "busbw_rows_from": source or None, **projected}, ""
+
+
+def _print_ranks(report: dict[str, Any]) -> None:
+    print(f"ranks what-if for run {report['run_id'][:8]}: {report['ranks_from']} → {report['ranks_to']} ranks "
+          f"({report['scaling']} scaling)")
+    print(f"  measured step {fmt(report['measured_step_s'] * 1e3)} ms; projected {fmt(report['step_s'] * 1e3)} ms, "
+          f"{fmt(report.get('samples_per_s'), 4)} samples/s — a projection, not a measurement")
+    for name, part in report["parts"].items():
+        print(f"    {name.removesuffix('_s').replace('_', ' '):18} {fmt(part['from_s'] * 1e3)} ms → "
+              f"{fmt(part['to_s'] * 1e3)} ms: {part['how']}")
+    print(f"  compute ratio applied: {report['compute_ratio_applied']}")
+    print(f"  method: {report['method']}")
     for note in report.get("notes") or []:
         print(f"  note: {note}")
 
