@@ -156,6 +156,7 @@ class RunSpec:
         self._validate_inputs()
         for name, options in self.engine_options.items():
             _check_options(options, f"{name}.")
+        self._validate_ranks()
         check_fields(self.generation, "generation.")
         check_fields(self.scenario_options, "scenario_options.")
         self.scenario_options.check(self)
@@ -209,6 +210,38 @@ class RunSpec:
                                       f"--engine {wanted}, not {self.engine}")
         if self.model_params:
             raise SpecError("model_params", "size parameters apply to catalog models only, not to model files")
+
+    def _validate_ranks(self) -> None:
+        """`--ranks N` (engines.ddp) runs catalog-model training as DDP ranks: refuse what it cannot run, with
+        the fix, before any rank process starts."""
+        torch_options = self.options_for("torch") if "torch" in backends.names() else None
+        ranks = getattr(torch_options, "ranks", None)
+        if ranks is None:
+            return
+        if self.engine != "torch" or self.mode != "training":
+            raise SpecError("torch.ranks", f"--ranks {ranks} runs data-parallel training: add --mode training "
+                                           "--engine torch (or drop --ranks)")
+        if self.scenario not in ("single-stream", "input-pipeline"):
+            raise SpecError("torch.ranks", f"--ranks runs the single-stream or input-pipeline scenario, not "
+                                           f"{self.scenario}: use --scenario single-stream (in memory) or "
+                                           "input-pipeline (--data-dir)")
+        if self.target != "cpu" and not _is_indexed(self.target, "cuda"):
+            raise SpecError("torch.ranks", f"--ranks runs on cpu (gloo) or cuda:K (nccl, rank r on cuda:K+r), not "
+                                           f"{self.target}: use --target cpu or cuda:0")
+        if torch_options.compile:
+            raise SpecError("torch.ranks", "--ranks runs eager DDP: drop --compile")
+        if getattr(self.scenario_options, "warmup_until_stable", False) or \
+                getattr(self.scenario_options, "until_stable", False):
+            raise SpecError("torch.ranks", "--ranks agrees its step counts up front: drop --warmup-until-stable/"
+                                           "--until-stable and give --warmup/--duration or --iterations")
+        micro = torch_options.grad_accum
+        if torch_options.scaling == "strong" and self.batch % (ranks * micro):
+            raise SpecError("torch.ranks", f"--batch {self.batch} does not split over {ranks} ranks × {micro} "
+                                           f"micro-batch{'es' if micro != 1 else ''}: give a multiple of "
+                                           f"{ranks * micro}, or --scaling weak")
+        if torch_options.scaling == "weak" and self.batch % micro:
+            raise SpecError("torch.ranks", f"--batch {self.batch} (each rank's batch, --scaling weak) does not split "
+                                           f"into {micro} micro-batches: give a multiple of {micro}")
 
     def _validate_model_params(self) -> None:
         known = catalog.get(self.model).params

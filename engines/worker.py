@@ -22,6 +22,7 @@ from typing import Any
 
 from engines import backends, cache, hygiene, profiling, protocol, sandbox, scenarios
 from engines import inputs as model_inputs
+from engines.ddp import is_distributed
 from engines.spec import RunSpec, SpecError
 
 Emit = Callable[[dict[str, Any]], None]
@@ -44,6 +45,10 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
         spec = RunSpec.from_dict(spec_data).validate()
     except (SpecError, TypeError) as exc:
         emit(_error("spec", exc))
+        return
+    if is_distributed(spec):  # DDP ranks (engines.ddp): the driver emits loading → … → result | error itself
+        # By name, as backends are (engines.registry): its ranks import torch, and the console imports this module
+        importlib.import_module("engines.ddp.driver").run_distributed(spec, emit, cancelled)
         return
     emit(protocol.make("phase", phase="loading", t_ns=time.perf_counter_ns()))
     try:

@@ -329,8 +329,28 @@ def _feeder(torch, prepared: _Prepared) -> Callable[[dict[str, Any]], None]:
     return feed
 
 
-def _training_step(torch, spec: RunSpec, device, prepared: _Prepared,
-                   synchronize: Callable[[], None]) -> Callable[[], Any]:
+@dataclass
+class Training:
+    """What one training step needs, built once: the DDP ranks (engines.ddp.rank) time each part of the step
+    themselves, so they take the parts rather than the single-process `step` closure built from them."""
+
+    module: Any  # the nn.Module, in train mode
+    loss_fn: Callable[[Any], Any]  # model output → scalar loss
+    inputs: tuple[Any, ...]  # the example inputs on the device, at spec.batch
+    optimizer: Any
+    autocast: Callable[[], Any]  # a fresh context manager per forward (nullcontext in fp32)
+    scaler: Any  # torch.amp.GradScaler for fp16, else None
+    details: dict[str, Any]
+    prepared: _Prepared
+
+
+def prepare_training(spec: RunSpec, device, prepared: _Prepared | None = None) -> Training:
+    """A catalog model made ready to train on `device` at `spec.batch`: model, loss, inputs, optimizer, autocast
+    and loss scaler, as the single-process training step uses them (`prepared`: an already built model)."""
+    import torch
+
+    if prepared is None:
+        prepared = _prepare_catalog(torch, spec, device)
     model, family = prepared.module, prepared.family
     model.train()
     kind = getattr(family, "OPTIMIZER", "sgd")
@@ -355,12 +375,20 @@ def _training_step(torch, spec: RunSpec, device, prepared: _Prepared,
         "optimizer": described, "loss": "next-token cross-entropy" if prepared.decoder else
         "cross-entropy against fixed random labels", "gradient_scaling": scaler is not None,
     })
+    return Training(module=model, loss_fn=loss_fn, inputs=prepared.inputs, optimizer=optimizer, autocast=autocast,
+                    scaler=scaler, details=prepared.details, prepared=prepared)
+
+
+def _training_step(torch, spec: RunSpec, device, prepared: _Prepared,
+                   synchronize: Callable[[], None]) -> Callable[[], Any]:
+    training = prepare_training(spec, device, prepared)
+    optimizer, loss_fn, autocast, scaler = training.optimizer, training.loss_fn, training.autocast, training.scaler
     inputs = prepared.inputs
 
     def step():
         optimizer.zero_grad(set_to_none=True)
         with autocast():
-            loss = loss_fn(prepared.call(*inputs))
+            loss = loss_fn(prepared.call(*inputs))  # prepared.call: torch.compile may replace it after this
         if scaler is not None:
             scaler.scale(loss).backward()
             scaler.step(optimizer)

@@ -8,6 +8,7 @@ from engines.backends import BackendInfo
 from engines.options import option
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+SCALINGS = ("strong", "weak")
 
 
 @dataclass
@@ -17,6 +18,23 @@ class TorchOptions:
     compile: str | None = option(None, flag="--compile", choices=COMPILE_MODES, metavar="MODE", label="torch.compile",
                                  help="torch: torch.compile mode (default | reduce-overhead | max-autotune); "
                                       "default: eager")
+    # Data-parallel training (engines.ddp): None keeps the single-process training loop.
+    ranks: int | None = option(None, flag="--ranks", minimum=1, maximum=1024, metavar="N", label="Ranks (DDP)",
+                               help="torch training: N data-parallel ranks (DistributedDataParallel; gloo on cpu, "
+                                    "nccl on cuda:K with rank r on cuda:K+r); default: one process, no DDP")
+    scaling: str = option("strong", flag="--scaling", choices=SCALINGS, label="Scaling",
+                          help="torch --ranks: strong (--batch is the global batch of an optimizer step) or weak "
+                               "(--batch is each rank's batch)")
+    bucket_mb: float = option(25.0, flag="--bucket-mb", metavar="MB", maximum=4096, unit="MB",
+                              label="Gradient bucket (MB)", help="torch --ranks: DDP gradient bucket size "
+                                                                 "(bucket_cap_mb, default 25)")
+    grad_accum: int = option(1, flag="--grad-accum", metavar="N", maximum=1024, label="Gradient accumulation",
+                             help="torch --ranks: micro-batches per optimizer step (all but the last under no_sync)")
+    inject_straggler_ms: float = option(0.0, flag="--inject-straggler", metavar="MS", minimum=0, maximum=60000,
+                                        unit="ms", label="Injected straggler (ms)",
+                                        help="torch --ranks: the last rank sleeps MS before each step's forward "
+                                             "(a known straggler, to check the analysis names it)")
+    ranks_cluster: str | None = None  # the Ray address (set from --cluster); None: ranks are local processes
 
 
 INFO = BackendInfo(

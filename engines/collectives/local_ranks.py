@@ -1,4 +1,4 @@
-"""Start a collectives run's ranks as local processes (spawn context) and watch them until each returns its times.
+"""Start a run's ranks as local processes (spawn context) and watch them until each returns its output.
 
 Why a watcher and not torch.multiprocessing.spawn: a rank that dies (the OOM killer, a crash in the backend) or
 hangs (a peer stopped, a transport that never answers) must end the run `failed` with the cause and the place it
@@ -6,6 +6,11 @@ was at, not block the console's worker until its hour-long timeout. Each rank re
 watcher ends the run when a rank exits without its result, when one reports an error (after a moment, so a peer's
 death is named as the cause rather than the broken connection it left behind), or when no rank has reported for
 `stall_timeout_s`. Every rank is ended before this returns.
+
+The watcher serves the collectives benchmark (its default `target`) and the data-parallel training ranks
+(engines.ddp.launch passes its own `target`, `describe` and `on_message`): a rank is any function
+`target(rank, plan, addr, port, conn)` that sends (tag, rank, payload) tuples on `conn`, "result" once and
+"error" on failure; every other tag is progress, which `describe` turns into where the rank was.
 """
 
 from __future__ import annotations
@@ -29,14 +34,24 @@ __all__ = ["run_local"]
 
 
 # ---- Public API
-def run_local(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
-    """Each rank's run_rank output, in rank order; RuntimeError naming the rank and the cause otherwise."""
+def run_local(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None], *,
+              target: Callable[..., None] | None = None, describe: Callable[[str, int, Any], str | None] | None = None,
+              on_message: Callable[[str, int, Any], None] | None = None, name: str = "collectives",
+              before_first: str = "before the first size was timed (starting, importing torch, joining the group)",
+              ) -> list[dict[str, Any]]:
+    """Each rank's output ("result" payload), in rank order; RuntimeError naming the rank and the cause otherwise.
+
+    `target`: the rank process's entry (default: a collectives rank). `describe(tag, rank, payload)`: where a
+    progress message says the rank is, for error texts (None: unchanged). `on_message(tag, rank, payload)`: sees
+    every message but "result" and "error" as it arrives (it may raise to stop the run: every rank is ended)."""
     ranks = int(plan["ranks"])
+    target = target or _rank_main
+    describe = describe or _describe
     ctx = multiprocessing.get_context("spawn")
     pipes = [ctx.Pipe(duplex=False) for _ in range(ranks)]  # (reader, writer) per rank: sent at once, no feeder
     port = free_port("127.0.0.1")
-    procs = [ctx.Process(target=_rank_main, args=(rank, plan, "127.0.0.1", port, pipes[rank][1]), daemon=True,
-                         name=f"labconsole-collectives-rank{rank}") for rank in range(ranks)]
+    procs = [ctx.Process(target=target, args=(rank, plan, "127.0.0.1", port, pipes[rank][1]), daemon=True,
+                         name=f"labconsole-{name}-rank{rank}") for rank in range(ranks)]
     for proc in procs:
         proc.start()
     for _, writer in pipes:
@@ -45,7 +60,7 @@ def run_local(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None]) 
     progress({"text": f"started {ranks} ranks (rendezvous 127.0.0.1:{port})", "fraction": 0.0,
               "rank_pids": [p.pid for p in procs]})
     try:
-        return _watch(procs, readers, plan, progress)
+        return _watch(procs, readers, plan, progress, describe, on_message, before_first)
     finally:
         _end(procs)
         for reader in readers:
@@ -65,12 +80,14 @@ def _rank_main(rank: int, plan: dict[str, Any], addr: str, port: int, conn: Any)
             conn.send(("error", rank, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"))
 
 
-def _watch(procs: list[Any], readers: list[Any], plan: dict[str, Any],
-           progress: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+def _watch(procs: list[Any], readers: list[Any], plan: dict[str, Any], progress: Callable[[dict[str, Any]], None],
+           describe: Callable[[str, int, Any], str | None], on_message: Callable[[str, int, Any], None] | None,
+           before_first: str) -> list[dict[str, Any]]:
     stall = float(plan["stall_timeout_s"])
     results: dict[int, dict[str, Any]] = {}
     errors: dict[int, str] = {}
-    where = "before the first size was timed (starting, importing torch, joining the group)"
+    where = before_first
+    where_of: dict[int, str] = {}  # each rank's own last report (a dead rank is named where it last was)
     heard_any = False
     last_heard = time.monotonic()
     first_error_at: float | None = None
@@ -88,10 +105,13 @@ def _watch(procs: list[Any], readers: list[Any], plan: dict[str, Any],
             elif tag == "error":
                 errors.setdefault(rank, payload)
                 first_error_at = first_error_at or now
-            elif tag == "progress":
-                where = f"after {payload['op']} {format_size(payload['size_bytes'])} (step {payload['step']} of " \
-                        f"{payload['steps']})"
-                if rank == 0:
+            else:
+                said = describe(tag, rank, payload)
+                if said:
+                    where = where_of[rank] = said
+                if on_message is not None:
+                    on_message(tag, rank, payload)
+                elif tag == "progress" and rank == 0:
                     progress({"text": f"{payload['op']} {format_size(payload['size_bytes'])}: "
                                       f"{payload['time_us']:.1f} us", "fraction": payload["step"] / payload["steps"]})
             continue
@@ -99,16 +119,23 @@ def _watch(procs: list[Any], readers: list[Any], plan: dict[str, Any],
                 if proc.exitcode is not None and rank not in results and rank not in errors]
         if dead:
             rank, code = dead[0]
-            raise RuntimeError(f"rank {rank} {_death(code)} {where}" + _others(errors))
+            raise RuntimeError(f"rank {rank} {_death(code)} {where_of.get(rank, where)}" + _others(errors))
         if errors and now - (first_error_at or now) >= ERROR_GRACE_S:
             rank = min(errors)
-            raise RuntimeError(f"rank {rank} failed {where}: {errors[rank]}" + _others(errors, rank))
+            raise RuntimeError(f"rank {rank} failed {where_of.get(rank, where)}: {errors[rank]}" + _others(errors, rank))
         if now - last_heard > stall + (0.0 if heard_any else STARTUP_S):
             silent = [r for r, p in enumerate(procs) if r not in results]
             raise RuntimeError(f"no rank reported for {now - last_heard:.0f} s {where}: rank(s) "
                                f"{', '.join(map(str, silent))} hang (a stopped peer, or a transport that never "
                                "answers); raise stall_timeout_s only if one size really takes that long")
     return [results[rank] for rank in range(len(procs))]
+
+
+def _describe(tag: str, rank: int, payload: Any) -> str | None:
+    """Where a collectives rank's progress message says it is."""
+    if tag != "progress":
+        return None
+    return f"after {payload['op']} {format_size(payload['size_bytes'])} (step {payload['step']} of {payload['steps']})"
 
 
 def _receive(readers: list[Any]) -> list[tuple[str, int, Any]]:

@@ -74,7 +74,8 @@ def test_each_scenario_declares_the_fields_its_form_section_shows():
 
 
 def test_each_backend_declares_its_options():
-    assert [f.flag for f in engine_fields("torch")] == ["--channels-last", "--compile"]
+    assert [f.flag for f in engine_fields("torch")] == ["--channels-last", "--compile", "--ranks", "--scaling",
+                                                        "--bucket-mb", "--grad-accum", "--inject-straggler"]
     assert "--allow-fallback" in [f.flag for f in engine_fields("onnxruntime")]
 
 
