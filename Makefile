@@ -34,9 +34,10 @@ test: lint
 
 # Benchmarks (README "Benchmarks"): writes bench-results.json and prints a table; fails only on a decided miss.
 # `make bench` stays under 30 minutes on a 2-core machine (CI runs it); the long ones — soaks, the Ray cluster, the
-# machine card's repeatability, profiling overhead per engine (about 15 minutes together) — are `make bench-long`.
+# machine card's repeatability, profiling overhead per engine, demo mode against headless (about 20 minutes together)
+# — are `make bench-long`.
 BENCH_LONG := test_window_soak.py test_demo_soak.py test_cluster_overhead.py test_profiling_overhead.py \
-	test_machine_card.py
+	test_machine_card.py test_demo_vs_headless.py
 bench: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/benchmarks -s --timeout=900 --durations=30 \
 		$(foreach f,$(BENCH_LONG),--ignore=tests/benchmarks/$(f))

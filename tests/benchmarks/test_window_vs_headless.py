@@ -7,7 +7,8 @@
    window first in even pairs, headless first in odd ones), so drift and neighbours weigh on both sides alike.
    Figures: the median over pairs of the window/headless ratio of the run's p50, and of its p99, each with its
    distribution-free 95% interval (bench_stats). Goals: p50 ratio inside [0.97, 1.03], p99 ratio at most 1.10.
-2. The same through `labconsole demo PLAYLIST --once --windowed` (a one-item playlist of the same spec).
+2. The same through `labconsole demo PLAYLIST --once --windowed`: test_demo_vs_headless.py, in `make bench-long`
+   (another five minutes that `make bench` cannot spare; it measures the same window code through the demo shell).
 3. The console's own CPU while measuring, from the window runs of 1 and of 2: the run summary's `console_cpu`
    (console process and its telemetry sampler over the measuring phase, console.console_cpu); where a summary has
    none, the window process's CPU time measured by window_side.py. Goal: at most 10% of one core (median over runs,
@@ -60,16 +61,6 @@ def test_a_run_in_the_window_measures_like_a_headless_run(tmp_path, bench):
     rounds = _pairs(tmp_path, "window", lambda db: _window_side("window", json.dumps(SPEC), db))
     _record_pairs(bench, "window", rounds)
     _record_console_cpu(bench, "window", rounds)
-
-
-# ---- 2: demo mode against labconsole run
-def test_a_run_in_demo_mode_measures_like_a_headless_run(tmp_path, bench):
-    playlist = tmp_path / "one.json"
-    playlist.write_text(json.dumps({"title": "window vs headless", "loop": False, "hold_s": 0,
-                                    "items": [{"name": "mlp", "run": SPEC}]}))
-    rounds = _pairs(tmp_path, "demo", lambda db: _window_side("demo", str(playlist), db))
-    _record_pairs(bench, "demo", rounds)
-    _record_console_cpu(bench, "demo", rounds)
 
 
 # ---- 4: the live frame with an hour on screen against a bare PlotWidget
