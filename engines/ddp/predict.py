@@ -42,7 +42,7 @@ def allreduce(bucket_bytes: Sequence[int], ranks: int, rows: Sequence[dict[str, 
               "formula": f"t = Σ_b {FACTOR_TEXT['all-reduce']} · B_b / busbw(B_b), n = {ranks}",
               "method": ("per gradient bucket in launch order, busbw interpolated log-log in message size over "
                          f"the all-reduce rows of {source} (nearest row outside their range); measured = the "
-                         "median rank's all-reduce busy time per step")}
+                         "slowest rank's all-reduce busy time per step (the breakdown's comm.allreduce_s)")}
     if ranks == 1:
         result["notes"].append("one rank: there is no all-reduce to predict")
         return result

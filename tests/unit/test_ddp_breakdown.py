@@ -63,6 +63,12 @@ def test_overlap_is_100_when_nothing_is_exposed_and_0_when_all_is():
     assert exposed["comm"]["allreduce_s"] == pytest.approx(8 * MS)
 
 
+def test_the_measured_all_reduce_leaves_out_waiting_for_the_straggler():
+    bd = _bd(steps(2, slow={1: 30.0}, busy_ms=8.0, noise_ms=0.0))
+    assert bd["comm"]["allreduce_s"] == pytest.approx(8 * MS)  # rank 1 arrives last: its all-reduce is the transfer
+    assert bd["comm"]["allreduce_median_rank_s"] == pytest.approx((8 + 32) / 2 * MS)  # rank 0 waited 32 ms in it
+
+
 def test_one_rank_has_no_straggler_and_no_overlap_figure():
     bd = _bd(steps(1))
     assert bd["straggler"]["rank"] is None and not bd["straggler"]["named"]
