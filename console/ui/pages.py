@@ -93,4 +93,5 @@ PAGES: list[PageInfo] = [
     PageInfo("compare", "Compare", "console.ui.compare_page:ComparePage"),
     PageInfo("storage", "Storage", "console.ui.storage_page:StoragePage"),
     PageInfo("topology", "Topology", "console.ui.topology_page:TopologyPage"),
+    PageInfo("scaling", "Scaling", "console.ui.scaling_page:ScalingPage"),
 ]

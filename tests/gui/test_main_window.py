@@ -199,7 +199,7 @@ def test_pages_are_plug_ins_one_registry_line_gives_tab_shortcut_and_menu(qtbot,
     assert page.text() == "history at history.db"
     actions = {a.text().replace("&", ""): a for menu in window.menuBar().actions() for a in menu.menu().actions()}
     assert [actions[f"{title} page"].shortcut().toString() for title in titles] == \
-        [f"Ctrl+{n}" for n in range(1, len(titles) + 1)]
+        [f"Ctrl+{n}" if n <= pages.MAX_SHORTCUTS else "" for n in range(1, len(titles) + 1)]  # Ctrl+1 … Ctrl+9
     window.show()
     actions["Scratch page"].trigger()
     assert window.tabs.currentWidget() is page
