@@ -7,22 +7,27 @@ worker that stops talking, and cancel escalates: message → join → terminate 
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
+import multiprocessing.util  # noqa: F401 — its exit hook (joins non-daemonic children) is registered before ours
 import signal
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from console.oom import MemoryWatch
 from engines import phases, protocol, sandbox
+from engines.ddp import is_distributed
 from engines.spec import RunSpec
 from engines.worker import worker_main
 
 CANCEL_GRACE_S = 3.0
 JOIN_S = 5.0
 RSS_EVERY_S = 0.25  # how often the worker's peak RSS is read while it lives (for an out-of-memory message)
+_PARENTS: weakref.WeakSet[WorkerRun] = weakref.WeakSet()  # live non-daemonic workers: ended when we exit
 
 
 @dataclass
@@ -67,8 +72,13 @@ class WorkerRun:
         self._rss_at = 0.0
 
     def start(self) -> None:
+        """Spawn the worker (or hand the spec to the pool's spare). A data-parallel spec (engines.ddp) gets a
+        worker of its own that is not daemonic: it starts the rank processes, which a daemonic process may not.
+        It still ends when our pipe closes (and its ranks with it); should this process exit while it runs, it
+        is stopped first (multiprocessing would otherwise wait for it at exit)."""
         self._memory.start()
-        spare = self._pool.take(self.spec.engine) if self._pool is not None else None
+        distributed = is_distributed(self.spec)
+        spare = self._pool.take(self.spec.engine, distributed=distributed) if self._pool is not None else None
         if spare is not None:
             try:
                 spare.conn.send({"cmd": "run", "spec": self.spec.to_dict()})
@@ -80,9 +90,11 @@ class WorkerRun:
             ctx = multiprocessing.get_context("spawn")
             self._conn, child_conn = ctx.Pipe(duplex=True)
             self._process = ctx.Process(target=self._entry, args=(child_conn, self.spec.to_dict()),
-                                        name=f"labconsole-worker-{self.spec.model}", daemon=True)
+                                        name=f"labconsole-worker-{self.spec.model}", daemon=not distributed)
             self._process.start()
             child_conn.close()  # only the child holds its end: our death is its EOF
+            if distributed:
+                _PARENTS.add(self)
         self.pid = self._process.pid
         if self._partition is not None and self._partition.confined:  # while it starts: its threads follow
             from console.partition import place_worker
@@ -228,6 +240,15 @@ class WorkerRun:
             self._on_end(outcome)
         finally:
             self._done.set()
+
+
+@atexit.register  # registered after multiprocessing's own exit hook, so it runs before it (atexit is LIFO)
+def _stop_parents() -> None:
+    """At exit, end the non-daemonic workers still running: multiprocessing would join them, and a worker whose
+    pipe we still hold open never sees its EOF."""
+    for run in list(_PARENTS):
+        if not run._done.is_set():
+            run._stop_process()
 
 
 def timeout_hint(path: str, current_s: float) -> str:

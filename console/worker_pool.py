@@ -71,11 +71,14 @@ class WorkerPool:
                 place_worker(self.partition, process.pid)  # the run that takes it moves it again and records that
             self._spares[engine] = Spare(process, conn, ready)
 
-    def take(self, engine: str) -> Spare | None:
+    def take(self, engine: str, distributed: bool = False) -> Spare | None:
         """The spare for `engine`, now the caller's (None: spawn cold). Spares of other engines still importing are
-        stopped: their import would compete with the run about to measure."""
+        stopped: their import would compete with the run about to measure.
+
+        `distributed` (a data-parallel spec, engines.ddp): None, always. A spare is daemonic and its worker must
+        start rank processes, which a daemonic process may not; the spare is kept (still importing: stopped)."""
         with self._lock:
-            spare = self._spares.pop(engine, None)
+            spare = None if distributed else self._spares.pop(engine, None)
             for other, idle in list(self._spares.items()):
                 if not idle.ready.is_set():
                     _stop(self._spares.pop(other))
