@@ -101,6 +101,7 @@ class ScalingWaterfall(QtWidgets.QWidget):
         self.plot.setMenuEnabled(False)
         self.plot.showGrid(x=False, y=True, alpha=0.15)
         self.plot.setMouseEnabled(x=False, y=False)
+        self.axis.setHeight(34)  # room for the names under the bars (no axis title below them)
         self.title = QtWidgets.QLabel("Scaling waterfall: ideal → measured step")
         self.title.setFont(theme.font(theme.TITLE_PT, bold=True))
         chart_export.set_title(self.plot, self.title)

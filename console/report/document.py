@@ -16,6 +16,7 @@ from console.report.charts import charts
 from console.report.collectives_section import collectives_blocks, collectives_commands
 from console.report.content import Report, RunView
 from console.report.finding import finding
+from console.report.scaling_section import scaling_blocks
 from console.report.storage_section import storage_blocks, storage_commands
 
 TOP_OPS = 12
@@ -56,6 +57,7 @@ def build(report: Report) -> list[Block]:
             blocks += [Block("heading", "What differs from A"), changed]
     blocks += storage_blocks(report, Block)
     blocks += collectives_blocks(report, Block)
+    blocks += scaling_blocks(report, Block)
     blocks += _validity(report.runs)
     blocks += _kv_offload(report.runs)
     if report.sweep is not None:

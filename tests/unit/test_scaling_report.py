@@ -61,3 +61,19 @@ def test_a_sweep_report_names_the_lever_and_other_reports_have_no_section():
     plain = SimpleNamespace(run={"run_id": "x", "status": "completed", "spec": {"model": "mlp"}, "summary": {}},
                             letter="A", label="mlp", latency_ms=[])
     assert scaling_blocks(SimpleNamespace(runs=[plain], sweep=None), Block) == []
+
+
+def test_a_sweep_report_from_the_history_carries_the_section(tmp_path):
+    from scaling_samples import store_run
+
+    from console.history import HistoryStore
+    from console.report.content import gather
+    from console.report.document import build
+
+    with HistoryStore(tmp_path / "history.db") as store:
+        sweep = store.create_sweep("scaling", {"ranks": [1, 2]})
+        store_run(store, 1, 0.100, sweep=sweep, seed=1)
+        store_run(store, 2, 0.060, sweep=sweep, seed=2)
+        blocks = build(gather(store, [], sweep_id=sweep))
+    heading = next(i for i, b in enumerate(blocks) if b.text == "Scaling (data-parallel training)")
+    assert any(b.text.startswith("E(2) = 0.83 [") for b in blocks[heading:])
