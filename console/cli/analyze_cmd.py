@@ -45,6 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from console.cli.analyze_confirm import add_arguments as add_confirm_arguments
 
     add_confirm_arguments(parser)
+    parser.add_argument_group("lab cluster (needs lab-console[cluster])").add_argument(
+        "--cluster", metavar="ADDRESS", default=None,
+        help="with --ranks: Ray places the ranks on the nodes of this lab cluster (HOST:PORT of its head); the "
+             "worker, the profile and the analysis stay here")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -62,12 +66,17 @@ def main(args: argparse.Namespace) -> int:
     rules = rules_for(args)
     if isinstance(rules, int):
         return rules
+    if args.cluster is not None:  # Ray places the ranks; the worker stays here
+        spec = _ranks_on_cluster(spec, args.cluster)
+        if isinstance(spec, int):
+            return spec
     from console.cli.arguments import data_dir_problem
 
     trace = _trace_target(args.trace, db_path(args))  # before the machine card, the history or a worker: nothing measured
     if isinstance(trace, int):
         return trace
-    problem = data_dir_problem(getattr(spec.scenario_options, "data_dir", None), spec.model)
+    problem = None if args.cluster else data_dir_problem(getattr(spec.scenario_options, "data_dir", None),
+                                                         spec.model)  # with --cluster, each node's own folder
     if problem:
         if trace is not None:
             trace.close()
@@ -120,6 +129,19 @@ def main(args: argparse.Namespace) -> int:
 
 
 # ---- Private API
+def _ranks_on_cluster(spec, address: str) -> Any:
+    """The spec with its --ranks placed by Ray at `address` (engine_options.torch.ranks_cluster), or an exit code
+    after saying what is wrong: --cluster without --ranks (2), a cluster this worker could not join."""
+    from console.cli.ranks_cluster import place_ranks
+    from engines.ddp import is_distributed
+
+    if not is_distributed(spec):
+        return fail("--cluster on analyze places the --ranks of a data-parallel run on a lab cluster; the "
+                    "analysis of a whole run is taken here: give --ranks N (with --mode training), or drop "
+                    "--cluster (`labconsole run --cluster ADDRESS` runs a whole run on a node)")
+    return place_ranks(spec, address)
+
+
 def _analysis(record: dict[str, Any], spec, card: dict[str, Any] | None, card_note: str) -> dict[str, Any]:
     """ops (with efficiency and bound where a machine card gives roofs), profile, machine, bottleneck (the one
     stored with the run)."""

@@ -68,11 +68,14 @@ def main(args: argparse.Namespace) -> int:
     if isinstance(rules, int):
         return rules
     remote = None
-    if args.cluster is not None or args.on or args.send_model:
+    ranks_cluster = _ranks_cluster(args, spec)  # --cluster with --ranks: Ray places the ranks, the worker is here
+    if isinstance(ranks_cluster, int):
+        return ranks_cluster
+    if ranks_cluster is None and (args.cluster is not None or args.on or args.send_model):
         remote = _remote(args)
         if isinstance(remote, int):
             return remote
-    else:  # here, the data folder is this machine's: checked before a worker loads the model (a node checks its own)
+    elif ranks_cluster is None:  # here, the data folder is this machine's: checked before a worker loads the model
         from console.cli.arguments import data_dir_problem
 
         problem = data_dir_problem(getattr(spec.scenario_options, "data_dir", None), spec.model)
@@ -122,6 +125,23 @@ def _checked_storage(record: dict[str, Any], writer: Any) -> dict[str, Any]:
         return record
     summary = {**record["summary"], "storage": lost}
     return {**record, "status": "failed", "message": lost["message"], "summary": summary}
+
+
+def _ranks_cluster(args: argparse.Namespace, spec) -> str | int | None:
+    """With --ranks: the cluster address now in the spec (engine_options.torch.ranks_cluster), None without
+    --cluster, or an exit code after saying what is wrong (--on or --send-model beside --ranks: 2)."""
+    from engines.ddp import is_distributed
+
+    if not is_distributed(spec) or (args.cluster is None and not getattr(args, "on", None)
+                                    and not getattr(args, "send_model", False)):
+        return None
+    from console.cli.ranks_cluster import place_ranks, refused_with_ranks
+
+    refused = refused_with_ranks(getattr(args, "on", None), getattr(args, "send_model", False))
+    if refused is not None:
+        return refused
+    placed = place_ranks(spec, args.cluster)
+    return placed if isinstance(placed, int) else args.cluster
 
 
 def _remote(args: argparse.Namespace) -> Any:
@@ -205,7 +225,7 @@ def _noise_floor(args: argparse.Namespace, spec, remote: Any, as_json: bool) -> 
     said on stderr); None for a cluster run (the node's noise is not this host's)."""
     from console.noise import noise_floor_for
 
-    if remote is not None:
+    if remote is not None or getattr(spec.options_for("torch"), "ranks_cluster", None):
         return None
     say = None if as_json else (lambda text: print(f"  … {text}", file=sys.stderr, flush=True))
     return noise_floor_for(spec.target, getattr(args, "db", None), on_progress=say)

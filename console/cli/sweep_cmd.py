@@ -41,8 +41,15 @@ AXIS_HELP = {"batch": ("N,N,…", "batch sizes, e.g. 1,2,4,8"),
              "target": ("T,T,…", "e.g. cpu,cuda:0 (default cpu)"),
              "qps": ("R,R,…", "request rates (queries/s) for the server scenario, e.g. 10,20,40"),
              "on": ("LABEL=V,…", "lab nodes to sweep over, one node label each (needs --cluster), e.g. "
-                                 "accel=h200,accel=cpu; every point is recorded under its node's host")}
-AXIS_PATHS = {"qps": "scenario_options.qps"}  # an axis → the spec option it replaces
+                                 "accel=h200,accel=cpu; every point is recorded under its node's host"),
+             "ranks": ("N,N,…", "data-parallel ranks for --mode training (a scaling curve), e.g. 1,2,4; with "
+                                "--cluster Ray places them on the lab cluster's nodes"),
+             "bucket_mb": ("MB,MB,…", "DDP gradient bucket sizes with --ranks, e.g. 1,25,100 (default 25)"),
+             "grad_accum": ("N,N,…", "micro-batches per optimizer step with --ranks, e.g. 1,2,4 (default 1)"),
+             "loader_workers": ("N,N,…", "loader processes of the input-pipeline scenario, e.g. 0,2,4")}
+AXIS_PATHS = {"qps": "scenario_options.qps", "ranks": "torch.ranks", "bucket_mb": "torch.bucket_mb",
+              "grad_accum": "torch.grad_accum",
+              "loader_workers": "scenario_options.loader_workers"}  # an axis → the spec option it replaces
 SWEEP_DEFAULTS = {"duration_s": 2.0, "warmup_s": 0.5}  # short points: a sweep has many
 
 
@@ -88,11 +95,14 @@ def main(args: argparse.Namespace) -> int:
     if isinstance(rules, int):
         return rules
     remote_for = None
-    if args.cluster is not None or grid.on or args.send_model:
+    ranks_cluster = _ranks_cluster(args, grid, base)  # --cluster with --ranks: Ray places each point's ranks
+    if isinstance(ranks_cluster, int):
+        return ranks_cluster
+    if ranks_cluster is None and (args.cluster is not None or grid.on or args.send_model):
         remote_for = _remote_for(args)
         if isinstance(remote_for, int):
             return remote_for
-    else:  # here, the data folder is this machine's: checked before any point runs (a node checks its own)
+    elif ranks_cluster is None:  # here, the data folder is this machine's: checked before any point runs
         from console.cli.arguments import data_dir_problem
 
         problem = data_dir_problem((base.get("scenario_options") or {}).get("data_dir"), base.get("model"))
@@ -155,6 +165,22 @@ def _remote_for(args: argparse.Namespace) -> Any:
                                  send_model=args.send_model)
 
     return remote_for
+
+
+def _ranks_cluster(args: argparse.Namespace, grid: Any, base: dict[str, Any]) -> str | int | None:
+    """With ranks (the axis or a base --ranks) and --cluster: the address, now in the base as
+    engine_options.torch.ranks_cluster (the workers stay here); None without ranks or without a cluster; an exit
+    code after saying what is wrong (--on or --send-model beside ranks: 2)."""
+    ranks = grid.ranks or ((base.get("engine_options") or {}).get("torch") or {}).get("ranks") is not None
+    if not ranks or (args.cluster is None and not grid.on and not args.send_model):
+        return None
+    from console.cli.ranks_cluster import place_ranks_in, refused_with_ranks
+
+    refused = refused_with_ranks(grid.on, args.send_model)
+    if refused is not None:
+        return refused
+    problem = place_ranks_in(base, args.cluster)
+    return problem if problem is not None else args.cluster
 
 
 def _base_fields() -> list[Any]:

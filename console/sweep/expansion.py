@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from console.sweep.axes import AXIS_OPTIONS, NOT_IN_SPEC, SweepError
+from console.sweep.axes import AXIS_OPTIONS, BOUNDED_BY_GRID, NOT_IN_SPEC, SPEC_PATHS, SweepError
 from console.sweep.grid import SweepGrid
 from console.sweep.labels import impossible_text, point_label
 from engines import scenarios
@@ -46,6 +46,8 @@ def expand(base: Mapping[str, Any], grid: SweepGrid, targets: Sequence[Mapping[s
     axes = grid.to_dict()
     if "qps" in axes:
         _check_scenario_takes_rates(base)
+    if "loader_workers" in axes:
+        _check_scenario_takes_loaders(base)
     varying = grid.varying()
     _check_each_value(base, axes)
     points, impossible = [], []
@@ -84,15 +86,30 @@ def _check_scenario_takes_rates(base: Mapping[str, Any]) -> None:
                                   "use --scenario server")
 
 
+def _check_scenario_takes_loaders(base: Mapping[str, Any]) -> None:
+    users = scenarios.takers("loader_workers")
+    scenario = base.get("scenario", "single-stream")
+    if scenario not in users:
+        raise SweepError("--loader-workers", f"loader workers apply to the {' and '.join(users)} scenario, not "
+                                             f"{scenario}: use --scenario input-pipeline --data-dir DIR")
+
+
 def _apply(base: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
+    """The base spec dict with the point's values at their places: a top-level field, scenario_options.<x>, or
+    engine_options.<backend>.<x> (ranks, bucket_mb, grad_accum are torch's). The base is not changed."""
     spec = {key: (dict(value) if isinstance(value, dict) else value) for key, value in base.items()}
     for axis, value in point.items():
         if axis in NOT_IN_SPEC:
             continue
-        if axis == "qps":
-            spec["scenario_options"] = {**(spec.get("scenario_options") or {}), "qps": value}
-        else:
+        head, _, name = SPEC_PATHS.get(axis, axis).partition(".")
+        if not name:
             spec[axis] = value
+        elif head == "scenario_options":
+            spec["scenario_options"] = {**(spec.get("scenario_options") or {}), name: value}
+        else:  # a backend's option
+            engine_options = dict(spec.get("engine_options") or {})
+            engine_options[head] = {**(engine_options.get(head) or {}), name: value}
+            spec["engine_options"] = engine_options
     return spec
 
 
@@ -104,7 +121,7 @@ def _check_each_value(base: Mapping[str, Any], axes: Mapping[str, list[Any]]) ->
     """
     neutral = {"scenario": base["scenario"]} if "qps" in axes and "scenario" in base else {}
     for axis, values in axes.items():
-        if axis in NOT_IN_SPEC:
+        if axis in NOT_IN_SPEC or axis in BOUNDED_BY_GRID:  # BOUNDED_BY_GRID: checked in the grid already
             continue
         for value in values:
             try:

@@ -12,19 +12,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.sweep.axes import AXES, AXIS_OPTIONS, SweepError
+from console.sweep.axes import AXES, AXIS_OPTIONS, BOUNDED_BY_GRID, SPEC_PATHS, SweepError
 from console.sweep.labels import show_value
 from engines import backends
 
 MAX_POINTS = 512
 _EXAMPLES = {"batch": "1,2,4,8", "threads": "1,2,4", "precision": "fp32,bf16", "engine": "torch,onnxruntime",
-             "target": "cpu,cuda:0", "qps": "10,20,40", "on": "accel=h200,accel=cpu"}
+             "target": "cpu,cuda:0", "qps": "10,20,40", "on": "accel=h200,accel=cpu", "ranks": "1,2,4",
+             "bucket_mb": "1,25,100", "grad_accum": "1,2,4", "loader_workers": "0,2,4"}
+_WHOLE = ("batch", "threads", "ranks", "grad_accum", "loader_workers")  # axes of whole numbers
 
 
 @dataclass
 class SweepGrid:
     """The values to sweep per axis; an empty axis keeps the base spec's value. `threads` may hold None
-    (the engine's default); `qps` needs the server scenario."""
+    (the engine's default); `qps` needs the server scenario; `ranks`, `bucket_mb` and `grad_accum` are
+    data-parallel training's (torch options), `loader_workers` the input-pipeline scenario's."""
 
     batch: list[int] = field(default_factory=list)
     threads: list[int | None] = field(default_factory=list)
@@ -33,6 +36,10 @@ class SweepGrid:
     target: list[str] = field(default_factory=list)
     qps: list[float] = field(default_factory=list)
     on: list[str] = field(default_factory=list)  # lab nodes, one LABEL=VALUE each (needs a cluster)
+    ranks: list[int] = field(default_factory=list)  # data-parallel ranks (a scaling curve)
+    bucket_mb: list[float] = field(default_factory=list)  # DDP gradient bucket sizes
+    grad_accum: list[int] = field(default_factory=list)  # micro-batches per optimizer step
+    loader_workers: list[int] = field(default_factory=list)  # input-pipeline loader workers
 
     @classmethod
     def parse(cls, **texts: str | None) -> SweepGrid:
@@ -62,7 +69,8 @@ class SweepGrid:
         """Each value on its own: types, ranges, known names, no duplicates. Combinations are `expand`'s job."""
         if not self.to_dict():
             raise SweepError("", "the grid is empty: give at least one axis to sweep (--batch 1,2,4,8, "
-                                 "--threads 1,2, --precision fp32,bf16, --engine torch,onnxruntime, --target, --qps)")
+                                 "--threads 1,2, --precision fp32,bf16, --engine torch,onnxruntime, --target, --qps, "
+                                 "--ranks 1,2,4 …)")
         for axis in AXES:
             seen: set[Any] = set()
             for value in getattr(self, axis):
@@ -103,7 +111,7 @@ def _parse_list(axis: str, text: str) -> list[Any]:
         raise SweepError(option, f"empty value in {text!r}: give comma-separated values, e.g. {_EXAMPLES[axis]}")
     values: list[Any] = []
     for item in items:
-        if axis in ("batch", "threads"):
+        if axis in _WHOLE:
             if axis == "threads" and item.lower() in ("default", "auto"):
                 values.append(None)
                 continue
@@ -113,7 +121,7 @@ def _parse_list(axis: str, text: str) -> list[Any]:
                 low, high = _whole_bounds(axis)
                 raise SweepError(option, f"{item!r} is not a whole number (in {text!r}); give whole numbers from "
                                          f"{low} to {high}") from None
-        elif axis == "qps":
+        elif axis in ("qps", "bucket_mb"):
             try:
                 values.append(float(item))
             except ValueError:
@@ -126,16 +134,30 @@ def _parse_list(axis: str, text: str) -> list[Any]:
 
 
 def _whole_bounds(axis: str) -> tuple[int, int]:
-    """The spec's range for a whole-number axis (batch, threads), for the message that refuses a typo."""
+    """The spec's range for a whole-number axis (batch, threads, ranks …), for the message that refuses a typo."""
     from engines.options import int_bounds
+
+    return int_bounds(_spec_field(axis))
+
+
+def _spec_field(axis: str) -> Any:
+    """The spec option an axis sets (engines.options.OptionField)."""
     from engines.spec import spec_fields
 
-    return int_bounds(next(fld for fld in spec_fields() if fld.path == axis))
+    path = SPEC_PATHS.get(axis, axis)
+    return next(fld for fld in spec_fields() if fld.path == path)
 
 
 def _check_value(axis: str, value: Any) -> None:
     option = AXIS_OPTIONS[axis]
-    if axis in ("batch", "threads"):
+    if axis in BOUNDED_BY_GRID:  # the spec option's own kind and bounds, in its words
+        from engines.options import SpecError, check_value
+
+        try:
+            check_value(_spec_field(axis), value)
+        except SpecError as exc:
+            raise SweepError(option, exc.detail) from None
+    elif axis in ("batch", "threads"):
         if axis == "threads" and value is None:
             return
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:

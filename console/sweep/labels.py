@@ -27,6 +27,14 @@ def point_label(point: Mapping[str, Any], axes: Sequence[str] | None = None) -> 
             parts.append(f"{show_value(value)} qps")
         elif axis == "on":
             parts.append(f"on {value}")
+        elif axis == "ranks":
+            parts.append(f"{value} rank{'s' if value != 1 else ''}")
+        elif axis == "bucket_mb":
+            parts.append(f"{show_value(value)} MB buckets")
+        elif axis == "grad_accum":
+            parts.append(f"accum {value}")
+        elif axis == "loader_workers":
+            parts.append(f"{value} loader{'s' if value != 1 else ''}")
         else:
             parts.append(str(value))
     return " · ".join(parts)
