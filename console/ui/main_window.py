@@ -201,9 +201,30 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         except SpecError as exc:
             self._show_error(f"The run was not started: {label_for(exc.field)}: {exc.detail}", "Invalid run setup")
             return None
+        refused = self._place_ranks(spec, remote)  # Ranks with a joined lab cluster: Ray places them
+        if refused:
+            self._show_error(f"The run was not started: {refused}.", "Invalid run setup")
+            return None
         if not self._confirm_code(spec, spec.trust_code):
             return None
         return self._start_spec(spec, remote=remote)
+
+    def _place_ranks(self, spec, remote) -> str:
+        """A data-parallel run (Ranks > 1) with a lab cluster joined: Ray places its ranks on the cluster's nodes
+        and the worker stays here (engine_options.torch.ranks_cluster, as `run --ranks N --cluster`); a lab
+        node's target runs a whole run on that node, which a run over many nodes is not: refused, saying why."""
+        import dataclasses
+
+        options = spec.options_for("torch")
+        if getattr(options, "ranks", None) is None:
+            return ""
+        if remote is not None:
+            return ("a lab node's target runs a whole run on that node; with Ranks Ray places the ranks on the "
+                    "joined cluster's nodes: pick a target of this machine")
+        address = self._cluster.address if self._cluster is not None else ""
+        if address and options.ranks > 1:
+            spec.engine_options["torch"] = dataclasses.replace(options, ranks_cluster=address)
+        return ""
 
     def _free_to_run(self) -> bool:
         """A run may start: the history is usable and nothing measures (else the reason is shown)."""

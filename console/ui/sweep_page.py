@@ -40,7 +40,11 @@ _FIELDS = (("batch", "Batch sizes", "1,2,4,8", "e.g. 1,2,4,8"),
            ("engine", "Engines", "", "Run page's; e.g. torch,onnxruntime"),
            ("target", "Targets", "", "Run page's; e.g. cpu,cuda:0"),
            ("qps", "Request rates (queries/s)", "", "server scenario; e.g. 10,20,40"),
-           ("on", "Lab nodes", "", "joined lab cluster; e.g. host=lab-a,host=lab-b"))
+           ("on", "Lab nodes", "", "joined lab cluster; e.g. host=lab-a,host=lab-b"),
+           ("ranks", "Ranks (DDP)", "", "training; e.g. 1,2,4 (a scaling curve)"),
+           ("bucket_mb", "Gradient buckets (MB)", "", "with Ranks; e.g. 1,25,100"),
+           ("grad_accum", "Gradient accumulation", "", "with Ranks; e.g. 1,2,4"),
+           ("loader_workers", "Loader workers", "", "input-pipeline scenario; e.g. 0,2,4"))
 _STATUS_TEXT = {"running": "running…", "queued": "queued"}
 
 
@@ -103,7 +107,7 @@ class SweepPage(QtWidgets.QWidget):
         try:
             grid = SweepGrid.parse(**{axis: (edit.text().strip() or None) for axis, edit in self._fields.items()})
             base = self._base()
-            remote_for = self._remote_for(grid)
+            remote_for = self._remote_for(grid, base)
             if isinstance(remote_for, str):
                 self._refuse(remote_for)
                 return False
@@ -238,9 +242,20 @@ class SweepPage(QtWidgets.QWidget):
         base["trust_code"] = True
         return True
 
-    def _remote_for(self, grid: SweepGrid) -> Any:
+    def _remote_for(self, grid: SweepGrid, base: dict[str, Any]) -> Any:
         """point → its node's RemoteRun factory for a fleet sweep (the Lab nodes axis); None for a sweep of this
-        machine; a message when the axis is set but no lab cluster is joined (the grid checked the labels)."""
+        machine; a message when the axis is set but no lab cluster is joined (the grid checked the labels).
+        Data-parallel points (Ranks) run here: with a lab cluster joined, Ray places their ranks on its nodes
+        (`base` gets engine_options.torch.ranks_cluster), and Lab nodes, one node per point, is refused."""
+        if grid.ranks or ((base.get("engine_options") or {}).get("torch") or {}).get("ranks") is not None:
+            if grid.on:
+                return ("The sweep was not started — Lab nodes runs each point on one node; with Ranks Ray "
+                        "places the ranks on the joined cluster's nodes: clear Lab nodes")
+            address = self._cluster_address()
+            if address:
+                engine_options = base.setdefault("engine_options", {})
+                engine_options["torch"] = {**(engine_options.get("torch") or {}), "ranks_cluster": address}
+            return None
         if not grid.on:
             return None
         address = self._cluster_address()
