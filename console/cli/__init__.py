@@ -39,6 +39,7 @@ from console.cli import (
     targets_cmd,
     telemetry_cmd,
     topology_cmd,
+    ttt_cmd,
     whatif_cmd,
 )
 from console.cli.common import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_USAGE
@@ -48,7 +49,7 @@ __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT
 COMMANDS = (run_cmd, analyze_cmd, history_cmd, targets_cmd, models_cmd, compare_cmd, sweep_cmd, selftest_cmd,
             telemetry_cmd, make_data_cmd, machine_cmd, whatif_cmd, export_cmd, import_cmd, baseline_cmd,
             regressions_cmd, report_cmd, demo_cmd, node_cmd, cluster_cmd, doctor_cmd, rules_cmd, storage_cmd,
-            collectives_cmd, topology_cmd, gpu_check_cmd)
+            collectives_cmd, topology_cmd, gpu_check_cmd, ttt_cmd)
 
 
 # ---- Public API

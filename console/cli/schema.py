@@ -41,6 +41,7 @@ SCHEMAS: dict[str, str] = {
     "storage": "labconsole.storage/1",  # the stored storage run: run_id, status, options, the kind's result
     "collectives": "labconsole.collectives/1",  # the stored collectives run: run_id, status, options, result
     "gpu-check": "labconsole.gpu-check/1",  # machine, versions, steps (status, reason, figures), summary
+    "time-to-train": "labconsole.time-to-train/1",  # the runs (id, status, seed, result, cause) and MLPerf's score
     "topology": "labconsole.topology/1",  # the machine graph (nodes, links, gpu_matrix); graph_schema = the graph's own
 }
 # Commands that take --json (from the shared options) but print no JSON document: export writes files (its

@@ -79,6 +79,12 @@ ENTRIES: dict[str, CatalogEntry] = {
                      decoder=True,
                      notes="forward(input_ids, past_key_values=None) -> (logits, present); the cache is one tensor "
                            "[layers, 2, batch, heads, tokens, hidden/heads]; prompt + output tokens ≤ max_seq"),
+        CatalogEntry("ttt-mlp", "engines.catalog.ttt_task", "Time-to-train task: the MLP learning a fixed random "
+                     "teacher's classes", "classification", {"in_features": 16, "hidden": 512, "layers": 2,
+                     "out_features": 8, "teacher_hidden": 8, "teacher_seed": 0},
+                     (InputDef("features", "float32", ("batch", "in_features"), ("batch", None)),),
+                     notes="labels = argmax of a fixed random 2-layer teacher; `labconsole time-to-train` trains it "
+                           "to a target eval accuracy (engines/catalog/ttt_task.py)"),
         # The synthetic suite (engines/catalog/synthetic/): each graph held back by one known thing.
         CatalogEntry("synth-gemm", "engines.catalog.synthetic.gemm", "Synthetic: a chain of large GEMMs",
                      SYNTHETIC, {"rows": 256, "features": 1024, "layers": 4}, (_SYNTH_INPUT,),

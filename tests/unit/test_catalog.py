@@ -17,6 +17,7 @@ SMALL = {
     "resnet50": {"image_size": 32, "width": 8, "classes": 10},
     "bert": {"layers": 2, "hidden": 32, "heads": 2, "seq_len": 16, "vocab": 128},
     "gpt": {"layers": 2, "hidden": 32, "heads": 2, "vocab": 128, "max_seq": 64},
+    "ttt-mlp": {"in_features": 8, "hidden": 16, "teacher_hidden": 4},
     # the synthetic suite (engines/catalog/synthetic/), tiny
     "synth-gemm": {"rows": 4, "features": 16, "layers": 2},
     "synth-stream": {"rows": 8, "features": 16, "passes": 4},
@@ -37,7 +38,7 @@ def small(name):
 
 def test_catalog_lists_the_issue_models_and_dropped_cnn():
     assert [n for n in catalog.names() if catalog.get(n).task != catalog.SYNTHETIC] == \
-        ["mlp", "resnet18", "resnet50", "bert", "gpt"]
+        ["mlp", "resnet18", "resnet50", "bert", "gpt", "ttt-mlp"]
     assert "cnn" not in catalog.names()
     assert set(SMALL) == set(catalog.names())
 

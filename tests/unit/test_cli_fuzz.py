@@ -25,11 +25,12 @@ In process, as the other CLI tests call it (a subprocess per example would cost 
 standard output and error as the real ones are: UTF-8 text over bytes, strict on stdout and backslashreplace on
 stderr, so printing an undecodable path to stdout fails here as it would in a terminal. Commands that start runs
 (run, analyze, sweep) are cut where the run would begin: reaching the history writer (or a machine card
-measurement, for analyze and machine) means every check passed, and that counts as a success without running
-anything. Not here: demo without --check (the window), self-test, node and cluster (Ray), targets --refresh.
+measurement, for analyze and machine; the first worker, for time-to-train) means every check passed, and that
+counts as a success without running anything. Not here: demo without --check (the window), self-test, node and
+cluster (Ray), targets --refresh.
 Each example has 30 s (SIGALRM): a command that waits on a FIFO fails the example instead of hanging the suite.
 
-Bounded and derandomized in `make test` (10 examples per command, 190 in all, 20–30 s on 2 cores);
+Bounded and derandomized in `make test` (10 examples per command, 200 in all, 20–30 s on 2 cores);
 `make fuzz` sets FUZZ_EXAMPLES (5000 by default there) for a longer probe that CI does not run. The number of
 command lines tried, by command and exit status, is printed at the end of the module (`pytest -s`).
 """
@@ -60,7 +61,8 @@ from console.cli import main
 
 # ---- How many
 COMMANDS = ("history", "models", "compare", "export", "report", "regressions", "whatif", "rules", "baseline",
-            "import", "doctor", "make-data", "demo", "run", "analyze", "sweep", "targets", "machine", "telemetry")
+            "import", "doctor", "make-data", "demo", "run", "analyze", "sweep", "targets", "machine", "telemetry",
+            "time-to-train")
 READERS = {"history", "models", "compare", "export", "report", "regressions", "whatif", "rules", "doctor", "demo"}
 TOTAL = int(os.environ.get("FUZZ_EXAMPLES") or 0)
 FUZZ_PER_COMMAND = max(1, TOTAL // len(COMMANDS)) if TOTAL else 10
@@ -209,10 +211,14 @@ COMMAND_LINES = {
                                                                 lambda v: "bad-number" if v in BAD_NUMBERS else "",
                                                                 "number"),
                              "--rate": numbers, "--source": choice("psutil", "rapl", "nvml", "nope", "")}),
+    "time-to-train": (_fixed(), {**COMMON, "--ranks": numbers, "--runs": numbers, "--target": numbers,
+                                 "--batch": numbers, "--max-steps": numbers, "--eval-every": numbers,
+                                 "--seed": numbers, "--timeout": numbers, "--backend": choice("gloo", "nccl", "mpi"),
+                                 "--cluster": texts, "--tag": texts}),
 }
 NO_DB = {"doctor", "make-data", "rules", "telemetry"}
 DB_USERS = {"history", "compare", "export", "report", "regressions", "whatif", "baseline", "import", "run", "analyze",
-            "sweep"}  # models and demo --check take --db but never open it
+            "sweep", "time-to-train"}  # models and demo --check take --db but never open it
 
 
 @st.composite
@@ -349,6 +355,7 @@ def _would_measure(*args, **kwargs):
 def no_runs():
     """run, analyze and sweep stop where the work would begin: once the history writer opened (a history that
     cannot be opened is still their refusal), before the run; analyze and machine measure no machine card."""
+    import console.ttt
     from console import machine
     from console.cli import analyze_cmd, common, run_cmd, sweep_cmd
 
@@ -364,6 +371,7 @@ def no_runs():
             patch.setattr(module, "open_writer", open_then_stop)
         patch.setattr(analyze_cmd, "_machine_card", lambda target, args: (None, "not measured in the fuzz test"))
         patch.setattr(machine, "measure", _would_measure)
+        patch.setattr(console.ttt, "run", _would_measure)  # time-to-train: every check passed, the history open
         yield
 
 
