@@ -111,9 +111,15 @@ def efficiency(run_n: Mapping[str, Any], run_1: Mapping[str, Any], lat_n_ns: Seq
     method = (f"E = X(N) ÷ (N·X(1)) with X = global samples per measured second ({scaling} scaling"
               + ("; X(N) counts N × the per-rank batch" if scaling == "weak" else "; the global batch is fixed")
               + f"). X({ranks}): {how_n}; X(1): {how_1}. " + note)
-    return {"ranks": ranks, "e": e, "interval_95": interval, "x_n": x_n, "x_1": x_1, "speedup": x_n / x_1,
-            "baseline_run_id": run_1.get("run_id"), "scaling": scaling, "run_id": run_n.get("run_id"),
-            "method": method}
+    result = {"ranks": ranks, "e": e, "interval_95": interval, "x_n": x_n, "x_1": x_1, "speedup": x_n / x_1,
+              "baseline_run_id": run_1.get("run_id"), "scaling": scaling, "run_id": run_n.get("run_id"),
+              "method": method}
+    if interval is not None and interval[0] > 1.0:
+        result["note"] = (f"E({ranks}) lies above 1 beyond its interval: each of the {ranks} ranks did more per "
+                          f"second than the 1-rank run {_short(run_1)}, so that baseline was held back (threads "
+                          "oversubscribed on a loaded machine, caches, a different core share); compare the two "
+                          "runs' cores and threads and the machine's load before reading E")
+    return result
 
 
 # ---- Private API

@@ -83,3 +83,11 @@ def test_a_weak_run_against_a_baseline_of_the_global_batch_is_refused():
     weak = run("weak0000", 2, 0.110, scaling="weak")  # per-rank 8, global 16
     with pytest.raises(ValueError, match="weak scaling with per-rank batch 8"):
         efficiency(weak, run("one16000", 1, 0.1, batch=16), step_times_ns(0.11), step_times_ns(0.1))
+
+
+def test_an_e_above_one_beyond_its_interval_says_the_baseline_was_held_back():
+    one, two = run("one00000", 1, 0.400), run("two00000", 2, 0.100)
+    result = efficiency(two, one, step_times_ns(0.100, seed=1), step_times_ns(0.400, seed=2))
+    assert result["e"] == pytest.approx(2.0) and "baseline was held back" in result["note"]
+    assert "note" not in efficiency(run("two00000", 2, 0.06), run("one00000", 1, 0.1), step_times_ns(0.06),
+                                    step_times_ns(0.1))
