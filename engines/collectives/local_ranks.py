@@ -38,10 +38,12 @@ def run_local(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None], 
               target: Callable[..., None] | None = None, describe: Callable[[str, int, Any], str | None] | None = None,
               on_message: Callable[[str, int, Any], None] | None = None, name: str = "collectives",
               before_first: str = "before the first size was timed (starting, importing torch, joining the group)",
+              unit: str = "size",
               ) -> list[dict[str, Any]]:
     """Each rank's output ("result" payload), in rank order; RuntimeError naming the rank and the cause otherwise.
 
-    `target`: the rank process's entry (default: a collectives rank). `describe(tag, rank, payload)`: where a
+    `target`: the rank process's entry (default: a collectives rank); `unit`: what one report covers (a size, a
+    step), for the stall message. `describe(tag, rank, payload)`: where a
     progress message says the rank is, for error texts (None: unchanged). `on_message(tag, rank, payload)`: sees
     every message but "result" and "error" as it arrives (it may raise to stop the run: every rank is ended)."""
     ranks = int(plan["ranks"])
@@ -60,7 +62,7 @@ def run_local(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None], 
     progress({"text": f"started {ranks} ranks (rendezvous 127.0.0.1:{port})", "fraction": 0.0,
               "rank_pids": [p.pid for p in procs]})
     try:
-        return _watch(procs, readers, plan, progress, describe, on_message, before_first)
+        return _watch(procs, readers, plan, progress, describe, on_message, before_first, unit)
     finally:
         _end(procs)
         for reader in readers:
@@ -82,7 +84,7 @@ def _rank_main(rank: int, plan: dict[str, Any], addr: str, port: int, conn: Any)
 
 def _watch(procs: list[Any], readers: list[Any], plan: dict[str, Any], progress: Callable[[dict[str, Any]], None],
            describe: Callable[[str, int, Any], str | None], on_message: Callable[[str, int, Any], None] | None,
-           before_first: str) -> list[dict[str, Any]]:
+           before_first: str, unit: str = "size") -> list[dict[str, Any]]:
     stall = float(plan["stall_timeout_s"])
     results: dict[int, dict[str, Any]] = {}
     errors: dict[int, str] = {}
@@ -127,7 +129,7 @@ def _watch(procs: list[Any], readers: list[Any], plan: dict[str, Any], progress:
             silent = [r for r, p in enumerate(procs) if r not in results]
             raise RuntimeError(f"no rank reported for {now - last_heard:.0f} s {where}: rank(s) "
                                f"{', '.join(map(str, silent))} hang (a stopped peer, or a transport that never "
-                               "answers); raise stall_timeout_s only if one size really takes that long")
+                               f"answers); raise stall_timeout_s only if one {unit} really takes that long")
     return [results[rank] for rank in range(len(procs))]
 
 

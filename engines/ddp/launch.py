@@ -24,7 +24,7 @@ def run_ranks(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None],
     and "steps" messages as they arrive; it may raise to stop the run (cancel)."""
     return run_local(plan, progress, target=_rank_entry, describe=_Where().describe, on_message=on_message,
                      name="ddp", before_first="before its first step (starting, importing torch, building the model, "
-                                              "joining the group)")
+                                              "joining the group)", unit="step")
 
 
 # ---- Private API
