@@ -1,0 +1,57 @@
+"""Data-parallel training across Ray nodes (`run --ranks N --cluster ADDR`): two fake nodes on this machine
+(tests/lab_cluster.py: a head that takes no work, lab-a and lab-b with one CPU each). The console checks the token
+and the address, its worker stays here and joins the cluster; Ray places one bundle per rank (SPREAD), so each rank
+lands on its own node and the ranks meet at rank 0's node. Asking for more ranks than the nodes can hold fails
+within the place time-out, saying what the cluster has and the fix."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from lab_cluster import lab_cluster  # noqa: E402 — before Ray: it reads the token once
+
+pytest.importorskip("ray", reason="the cluster extra is not installed (pip install 'lab-console[cluster]')")
+
+from console.cli import main  # noqa: E402
+
+SHORT = ["--mode", "training", "--model", "mlp", "--batch", "6", "--warmup", "0", "--iterations", "10",
+         "--load-timeout", "40", "--json"]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    with lab_cluster(str(tmp_path_factory.mktemp("ray"))) as made:
+        yield made
+
+
+def document(capsys, argv):
+    code = main(argv)
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_two_ranks_placed_by_ray_run_on_two_nodes(lab, tmp_path, capsys):
+    started = time.monotonic()
+    code, r = document(capsys, ["run", *SHORT, "--ranks", "2", "--cluster", lab["address"],
+                                "--db", str(tmp_path / "h.db")])
+    assert code == 0 and r["status"] == "completed", r["message"]
+    ddp = r["scenario"]["ddp"]
+    assert ddp["placement"] == "ray" and ddp["ranks"] == 2 and ddp["backend"] == "gloo"
+    assert sorted(o["host"] for o in ddp["ranks_out"]) == ["lab-a", "lab-b"]  # one rank per node
+    assert all(len(o["steps"]["step_s"]) == 10 for o in ddp["ranks_out"]) and r["iterations"] == 10
+    print(f"ray 2-rank run: {time.monotonic() - started:.1f} s wall, step mean {r['latency_ms']['mean']:.2f} ms, "
+          f"min {r['latency_ms']['min']:.2f} ms", file=sys.stderr)
+
+
+def test_more_ranks_than_the_nodes_hold_fail_with_the_fix(lab, tmp_path, capsys):
+    started = time.monotonic()
+    code, r = document(capsys, ["run", *SHORT, "--ranks", "3", "--cluster", lab["address"],
+                                "--db", str(tmp_path / "h.db")])
+    assert code == 1 and r["status"] == "failed"
+    assert "could not place 3 ranks" in r["message"] and "ask for fewer --ranks" in r["message"], r["message"]
+    assert time.monotonic() - started < 20 + 60  # the place time-out (half of --load-timeout) and start-up
