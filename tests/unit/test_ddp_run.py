@@ -87,6 +87,8 @@ def test_the_injected_straggler_slows_the_last_ranks_forward_by_its_delay(two_ra
     gap = statistics.median(ranks_out[1]["steps"]["forward_s"]) - statistics.median(ranks_out[0]["steps"]["forward_s"])
     assert 0.025 <= gap <= 0.045, gap
     assert min(ranks_out[1]["steps"]["injected_s"]) >= 0.030 and max(ranks_out[0]["steps"]["injected_s"]) == 0
+    straggler = the(two_ranks, "result")[0]["ddp"]["breakdown"]["straggler"]  # the rank records let it be named
+    assert straggler["rank"] == 1 and straggler["named"] and 0.025 <= straggler["delay_s"] <= 0.045
 
 
 def test_one_rank_has_no_group_and_no_communication():
