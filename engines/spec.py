@@ -178,13 +178,16 @@ class RunSpec:
         return _from_dict(cls, data, "")
 
     def label(self) -> str:
-        """Short human label, e.g. 'mlp · torch · cpu · b1' (plus precision and mode when not the defaults)."""
+        """Short human label, e.g. 'mlp · torch · cpu · b1' (plus precision and mode when not the defaults, and DDP ranks)."""
         model = os.path.basename(self.model) if self.is_file else self.model
         parts = [model, self.engine, self.target, f"b{self.batch}"]
         if self.precision != "fp32":
             parts.append(self.precision)
         if self.mode != "inference":
             parts.append(self.mode)
+        ranks = getattr(self.engine_options.get("torch"), "ranks", None) if self.engine == "torch" else None
+        if ranks is not None:  # a DDP run: its rank count tells it from the single-process run of the same spec
+            parts.append(f"{ranks} rank{'s' if ranks != 1 else ''}")
         return " · ".join(parts)
 
     # ---- Private API

@@ -83,3 +83,8 @@ def test_is_distributed_reads_a_spec_or_its_dict_and_none_means_the_single_proce
     assert not is_distributed(RunSpec())
     assert not is_distributed(RunSpec().to_dict())
     RunSpec(mode="training").validate()  # no --ranks: today's training loop, unchecked by the ranks rules
+
+
+def test_a_ddp_runs_label_names_its_ranks():
+    assert spec_of(batch=8).validate().label() == "mlp · torch · cpu · b8 · training · 2 ranks"
+    assert RunSpec(mode="training").label() == "mlp · torch · cpu · b1 · training"
