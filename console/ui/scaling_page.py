@@ -90,7 +90,7 @@ class ScalingPage(QtWidgets.QWidget):
         self.series: dict[str, Any] | None = None
         self.point: dict[str, Any] | None = None
         self._pending: dict[str, Any] = {}  # what is being read: "entries" → True, "series" → (kind, id)
-        self._shown_once = False
+        self._shown_key: tuple[str, str] | None = None  # the entry whose series is drawn
         self._wait = QtCore.QTimer(self)
         self._wait.setInterval(WAIT_MS)
         self._wait.timeout.connect(self._retry)
@@ -204,10 +204,10 @@ class ScalingPage(QtWidgets.QWidget):
 
     # ---- Private API
     def showEvent(self, event) -> None:  # noqa: N802 — Qt's name
+        """Read the history each time the page is shown (a sweep may have added points since), keeping the entry
+        and the point chosen."""
         super().showEvent(event)
-        if not self._shown_once:
-            self._shown_once = True
-            self.reload()
+        self.reload()
 
     def _retry(self) -> None:
         if self._workspace.measuring is None:
@@ -256,6 +256,8 @@ class ScalingPage(QtWidgets.QWidget):
         if self._pending.get("series") != key:
             return  # another entry was chosen meanwhile
         self._pending.pop("series", None)
+        previous = (self._shown_key, self.point.get("curve"), self.point.get("ranks")) if self.point else None
+        self._shown_key = key
         self.series = data
         self.message.setText(data.get("title") or "")
         self.curve.set_series(data)
@@ -267,6 +269,9 @@ class ScalingPage(QtWidgets.QWidget):
         self.straggler.setText("")
         self.prediction.setText("")
         chosen = self._default_point(data)
+        if previous and previous[0] == key and any(p.get("curve") == previous[1] and p.get("ranks") == previous[2]
+                                                   and p.get("e") is not None for p in data.get("points") or []):
+            chosen = {"curve": previous[1], "ranks": previous[2]}  # the same series read again: the same point
         if chosen is not None:
             self.curve.select(chosen["curve"], chosen["ranks"])
         self.sig_series_shown.emit(data)

@@ -82,6 +82,10 @@ def test_the_curve_has_the_points_and_clicking_n2_shows_its_waterfall(qtbot, pag
     assert "injected: rank 1 sleeps 20.0 ms" in page.straggler.text()
     assert "predicted 10.8 ms (busbw: probe in this run) vs measured 12 ms" in page.prediction.text()
     assert "E 0.625" in page.figures.text()
+    page.hide()
+    page.show()  # shown again: the history is read again, the chosen point kept
+    qtbot.waitUntil(lambda: not page.busy, timeout=10000)
+    assert page.point["ranks"] == 2 and page.waterfall.bars[-1]["y1_s"] == pytest.approx(0.080)
 
 
 def test_the_samples_axis_is_drawn_on_demand(qtbot, page_and_workspace):
