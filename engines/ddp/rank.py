@@ -196,11 +196,13 @@ class _Loop:
                 inputs, wait_s = self.source.next()
                 record["data_wait_s"] += wait_s
                 began = clock()
-                if self.sleep_s:
+                if self.sleep_s and micro == 0:  # once per optimizer step, before its first forward
                     time.sleep(self.sleep_s)
                     record["injected_s"] += clock() - began
                 with training.autocast():
                     loss = training.loss_fn(self.model(*inputs))
+                if self.micro > 1:
+                    loss = loss / self.micro  # accumulated gradients average over the step's micro-batches
                 self.sync()
                 forward_end = clock()
                 record["forward_s"] += forward_end - began

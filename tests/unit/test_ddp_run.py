@@ -43,7 +43,7 @@ def rank_spawns():
 
 @pytest.fixture(scope="module")
 def two_ranks():
-    return run(2, inject_straggler_ms=30.0)
+    return run(2, inject_straggler_ms=30.0, grad_accum=2)  # 2 micro-batches of 2: the first under no_sync
 
 
 def test_two_ranks_emit_the_run_events_in_order_with_one_latency_per_measured_step(two_ranks):
@@ -55,7 +55,7 @@ def test_two_ranks_emit_the_run_events_in_order_with_one_latency_per_measured_st
     assert len(latencies) == 20 and all(x > 0 for x in latencies)
     facts = the(two_ranks, "loaded")[0]["details"]["ddp"]
     assert facts["ranks"] == 2 and facts["backend"] == "gloo" and len(set(facts["rank_pids"])) == 2
-    assert facts["per_rank_batch"] == 4 and facts["global_batch"] == 8
+    assert facts["per_rank_batch"] == 4 and facts["global_batch"] == 8 and facts["micro_batches"] == 2
     assert not rank_spawns()
 
 
