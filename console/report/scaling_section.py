@@ -109,9 +109,11 @@ def _e_line(point: dict[str, Any], base: Any | None) -> str:
                 "--ranks 1, then report both), or report the scaling sweep.")
     if point.get("e") is None:
         return f"E({point['ranks']}): not available ({point.get('e_missing') or 'no throughput'})."
-    speedup = (point.get("efficiency") or {}).get("speedup")
+    result = point.get("efficiency") or {}
+    speedup = result.get("speedup")
+    notes = "".join(f" Note: {result[key]}." for key in ("note", "cores_note") if result.get(key))
     return (f"E({point['ranks']}) = {e_text(point['e'], point.get('interval_95'))} against run {base.letter} "
-            f"(1 rank){f'; speed-up {speedup:.2f}×' if isinstance(speedup, (int, float)) else ''}.")
+            f"(1 rank){f'; speed-up {speedup:.2f}×' if isinstance(speedup, (int, float)) else ''}.{notes}")
 
 
 def _waterfall_rows(point: dict[str, Any]) -> list[list[str]]:

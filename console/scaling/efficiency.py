@@ -114,6 +114,11 @@ def efficiency(run_n: Mapping[str, Any], run_1: Mapping[str, Any], lat_n_ns: Seq
     result = {"ranks": ranks, "e": e, "interval_95": interval, "x_n": x_n, "x_1": x_1, "speedup": x_n / x_1,
               "baseline_run_id": run_1.get("run_id"), "scaling": scaling, "run_id": run_n.get("run_id"),
               "method": method}
+    shares = _core_share(run_n), _core_share(run_1)
+    if None not in shares and shares[0] != shares[1]:
+        result["cores_note"] = (f"each of the {ranks} ranks ran on {shares[0]} core(s), the 1-rank baseline on "
+                                f"{shares[1]}: E compares unequal core shares (strong scaling keeps the machine, "
+                                "not the share; on a loaded machine a many-thread baseline can be held back)")
     if interval is not None and interval[0] > 1.0:
         result["note"] = (f"E({ranks}) lies above 1 beyond its interval: each of the {ranks} ranks did more per "
                           f"second than the 1-rank run {_short(run_1)}, so that baseline was held back (threads "
@@ -168,6 +173,13 @@ def _boot_means(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         count = min(chunk, RESAMPLES - start)
         out[start:start + count] = values[rng.integers(0, values.size, (count, values.size))].mean(axis=1)
     return out
+
+
+def _core_share(run: Mapping[str, Any]) -> int | None:
+    """Cores of the run's first rank (the plan gives every rank an equal share); None when not recorded."""
+    ranks_out = ddp_block(run).get("ranks_out")
+    cores = (ranks_out[0] or {}).get("cores") if isinstance(ranks_out, list) and ranks_out else None
+    return len(cores) if isinstance(cores, list) and cores else None
 
 
 def _positive(value: Any) -> bool:

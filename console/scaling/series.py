@@ -84,7 +84,8 @@ def series(store: Any, sweep_id: str | None = None, run_id: str | None = None,
     curves = [_curve(store, name, knobs, runs, waterfall) for name, knobs, runs in groups]
     points = [point for curve in curves for point in curve["points"]]
     notes = sorted({point["e_missing"] for point in points if point.get("e_missing")} |
-                   {(point.get("efficiency") or {}).get("note") for point in points} - {None})
+                   {(point.get("efficiency") or {}).get(key) for point in points for key in ("note", "cores_note")}
+                   - {None})
     result = {"source": source, "title": title,
               "scaling": next((p["scaling"] for p in points if p.get("scaling")), "strong"),
               "baseline_run_id": curves[0]["baseline_run_id"] if curves else None,

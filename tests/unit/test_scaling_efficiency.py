@@ -91,3 +91,13 @@ def test_an_e_above_one_beyond_its_interval_says_the_baseline_was_held_back():
     assert result["e"] == pytest.approx(2.0) and "baseline was held back" in result["note"]
     assert "note" not in efficiency(run("two00000", 2, 0.06), run("one00000", 1, 0.1), step_times_ns(0.06),
                                     step_times_ns(0.1))
+
+
+def test_unequal_core_shares_are_noted():
+    one, two = run("one00000", 1, 0.100), run("two00000", 2, 0.060)
+    one["summary"]["scenario"]["ddp"]["ranks_out"] = [{"rank": 0, "cores": [0, 1]}]
+    two["summary"]["scenario"]["ddp"]["ranks_out"] = [{"rank": 0, "cores": [0]}, {"rank": 1, "cores": [1]}]
+    result = efficiency(two, one, step_times_ns(0.06), step_times_ns(0.1))
+    assert "each of the 2 ranks ran on 1 core(s), the 1-rank baseline on 2" in result["cores_note"]
+    one["summary"]["scenario"]["ddp"]["ranks_out"] = [{"rank": 0, "cores": [0]}]
+    assert "cores_note" not in efficiency(two, one, step_times_ns(0.06), step_times_ns(0.1))
