@@ -12,7 +12,10 @@ each rank's step record, the all-reduce probe, the breakdown (engines.ddp.breakd
 
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -47,20 +50,29 @@ def run_distributed(spec: RunSpec, emit: Callable[[dict[str, Any]], None], cance
         emit(protocol.make("error", kind="load", message=f"cannot start ranks on {plan['placement']}: {exc}",
                            traceback=traceback.format_exc()))
         return
+    if plan["profile_iterations"] and plan["placement"] == "local":
+        handle, plan["trace_path"] = tempfile.mkstemp(prefix="labconsole-trace-", suffix=".json")
+        os.close(handle)
     run = _Run(plan, emit, cancelled)
     try:
         outputs = run_ranks(plan, run.progress, run.on_message)
     except _Cancelled:
+        _remove(plan["trace_path"])
         emit(protocol.make("phase", phase="finishing", t_ns=time.perf_counter_ns()))
         emit(protocol.make("result", cancelled=True, **run.result(None)))
         return
     except Exception as exc:  # noqa: BLE001 — a rank's death, hang or error fails the run with its cause
+        _remove(plan["trace_path"])  # no profile event will name it
         kind = "runtime" if run.loaded else "load"
         context = f"{spec.model} failed while running on {plan['ranks']} ranks" if run.loaded else \
             f"could not start {plan['ranks']} ranks of {spec.model} on {spec.engine}/{spec.target}"
         emit(protocol.make("error", kind=kind, message=f"{context}: {exc}", traceback=traceback.format_exc()))
         return
     run.flush_latencies(final=True)
+    if outputs[0].get("profile") is not None:
+        emit(protocol.make("profile", **_profile_fields(outputs[0]["profile"])))
+    else:
+        _remove(plan["trace_path"])
     emit(protocol.make("phase", phase="finishing", t_ns=time.perf_counter_ns()))
     emit(protocol.make("result", cancelled=bool(cancelled()), **run.result(outputs)))
 
@@ -201,6 +213,9 @@ class _Run:
         if payload["phase"] == "warmup":
             self.counts.update(payload)
             self.emit(protocol.make("phase", phase="warmup", t_ns=time.perf_counter_ns()))
+        elif payload["phase"] == "profiling":
+            self.emit(protocol.make("phase", phase="profiling", t_ns=int(payload.get("t_ns") or
+                                                                        time.perf_counter_ns())))
         elif payload["phase"] == "measuring":
             self.measure_began = time.perf_counter()
             self.emit(protocol.make("phase", phase="measuring", t_ns=int(payload.get("t_ns") or
@@ -271,6 +286,25 @@ def _method(plan: dict[str, Any], data: str | None) -> str:
             "its future completes: host-side stamps, which on NCCL mark the host's view, not the kernel's), "
             "comm busy = the union of the buckets' intervals, exposed = the part of it after compute ended; "
             f"step counts agreed from {plan['probe_steps']} probe steps timed on rank 0; data: {data or 'n/a'}")
+
+
+def _profile_fields(event: dict[str, Any]) -> dict[str, Any]:
+    """Rank 0's profile as the protocol's event fields: an empty trace file is dropped (no trace), no counters."""
+    event = dict(event)
+    path = event.get("trace_path")
+    if path and (not os.path.exists(path) or not os.path.getsize(path)):
+        _remove(path)
+        event["trace_path"] = None
+    event.setdefault("counters", None)
+    event["notes"] = [*event.get("notes", []), "hardware counters: not read for DDP ranks"]
+    return event
+
+
+def _remove(path: str | None) -> None:
+    if not path:
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def _launcher(plan: dict[str, Any]) -> Callable[..., list[dict[str, Any]]]:

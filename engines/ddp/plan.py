@@ -58,7 +58,8 @@ def plan_for(spec: RunSpec, cores: Sequence[int] | None) -> dict[str, Any]:
         "threads_per_rank": threads, "stall_timeout_s": float(spec.limits.stall_timeout_s),
         "load_timeout_s": float(spec.limits.load_timeout_s), "duration_s": float(spec.duration_s),
         "warmup_s": float(spec.warmup_s), "iterations": spec.iterations, "probe_steps": PROBE_STEPS,
-        "probe": dict(PROBE), "spec": spec.to_dict(),
+        "probe": dict(PROBE), "profile_iterations": spec.profile_iterations, "trace_path": None,
+        "spec": spec.to_dict(),
     }
 
 

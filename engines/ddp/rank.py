@@ -138,6 +138,7 @@ class _Loop:
         self.sleep_s = inject["ms"] / 1e3 if inject and inject["rank"] == rank else 0.0
         self.micro = int(plan["micro_batches"])
         self.die_at = _die_step(rank)
+        self.device = device
         self.bucket_bytes: list[int] = []
 
     def run(self, dist: Any) -> dict[str, Any]:
@@ -176,7 +177,10 @@ class _Loop:
                 self._flush(batch)
                 batch = _empty_batch(index + 1)
         measured_s = time.perf_counter() - begin
-        return {"steps_total": int(self.plan["probe_steps"]) + warmup + measured, "warmup_steps": warmup,
+        profiled = int(self.plan.get("profile_iterations") or 0)
+        profile = self._profile(profiled) if profiled else None
+        return {"steps_total": int(self.plan["probe_steps"]) + warmup + measured + (profiled + 1 if profiled else 0),
+                "profile": profile, "warmup_steps": warmup,
                 "measured_steps": measured, "probe_step_s": probe, "measured_s": measured_s,
                 "first_step_ms": probe[0] * 1e3, "bucket_bytes": list(self.bucket_bytes),
                 "steps": {key: values[-KEEP_STEPS:] for key, values in kept.items()}}
@@ -232,6 +236,22 @@ class _Loop:
         record["optimizer_s"] = zeroed + (end - optimizer_start)
         record["step_s"] = end - t0
         return record
+
+    def _profile(self, iterations: int) -> dict[str, Any] | None:
+        """After measuring (analyze's --profile-iterations): rank 0 runs one warm-up and `iterations` steps under
+        the PyTorch profiler (torch_backend's, op table and Chrome trace); every other rank runs as many steps
+        unprofiled, so every collective is met. Rank 0 returns the profile event's fields."""
+        if self.rank != 0:
+            for _ in range(iterations + 1):
+                self.step()
+            return None
+        from engines.backends.torch_backend import _profiler
+
+        self.send(("phase", 0, {"phase": "profiling", "t_ns": time.perf_counter_ns()}))
+        event = _profiler(self.torch, self.device, self.step)(iterations, self.plan.get("trace_path"))
+        event["notes"] = [*event.get("notes", []), f"rank 0 of {self.plan['ranks']} profiled (its all-reduce waits "
+                          "for the other ranks, which run the same steps unprofiled)"]
+        return event
 
     def _agree(self, dist: Any, probe: list[float]) -> tuple[int, int]:
         """[warm-up steps, measured steps] from rank 0's probe, the same on every rank."""

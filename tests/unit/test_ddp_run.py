@@ -5,6 +5,7 @@ steps: behaviour, not speed."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
@@ -23,9 +24,10 @@ pytestmark = pytest.mark.timeout(120) if hasattr(pytest.mark, "timeout") else []
 PARAMS = {"in_features": 64, "hidden": 256, "layers": 2, "out_features": 10}
 
 
-def run(ranks, batch=8, iterations=20, **torch_options):
+def run(ranks, batch=8, iterations=20, profile_iterations=None, **torch_options):
     spec = {"model": "mlp", "mode": "training", "batch": batch, "iterations": iterations, "warmup_s": 0.05,
-            "model_params": PARAMS, "engine_options": {"torch": {"ranks": ranks, **torch_options}}}
+            "profile_iterations": profile_iterations, "model_params": PARAMS,
+            "engine_options": {"torch": {"ranks": ranks, **torch_options}}}
     events = []
     run_spec(spec, lambda event: events.append({**event, "_at": time.monotonic()}))
     return events
@@ -35,6 +37,10 @@ def the(events, kind):
     found = [e for e in events if e["type"] == kind]
     assert found, [e.get("message") or e["type"] for e in events]
     return found
+
+
+def block_warmup(events):
+    return the(events, "result")[0]["warmup_iterations"] - 3
 
 
 def rank_spawns():
@@ -91,9 +97,16 @@ def test_the_injected_straggler_slows_the_last_ranks_forward_by_its_delay(two_ra
     assert straggler["rank"] == 1 and straggler["named"] and 0.025 <= straggler["delay_s"] <= 0.045
 
 
-def test_one_rank_has_no_group_and_no_communication():
-    events = run(1, batch=4, iterations=5)
+def test_one_rank_has_no_group_and_no_communication_and_profiles_on_request():
+    events = run(1, batch=4, iterations=5, profile_iterations=2)
     block = the(events, "result")[0]["ddp"]
+    profile = the(events, "profile")[0]  # analyze's --profile-iterations: rank 0's op table, after measuring
+    assert profile["iterations"] == 2 and profile["ops"] and any("addmm" in op["op"].lower() for op in profile["ops"])
+    if profile["trace_path"]:
+        os.unlink(profile["trace_path"])  # the console moves it beside the history; here nobody does
+    kinds = [e.get("phase", e["type"]) for e in events if e["type"] in ("phase", "profile", "result")]
+    assert kinds[-5:] == ["measuring", "profiling", "profile", "finishing", "result"]
+    assert block["ranks_out"][0]["steps_total"] == 3 + block_warmup(events) + 5 + 3
     assert block["backend"] == "none" and block["bucket_bytes"] == [] and block["probe"] is None
     steps = block["ranks_out"][0]["steps"]
     assert steps["comm_s"] == [0.0] * 5 and steps["backward_compute_s"] == steps["backward_s"]
