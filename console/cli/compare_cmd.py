@@ -56,9 +56,10 @@ def main(args: argparse.Namespace) -> int:
     from console.history import HistoryError, open_reader
     from console.storage.figures import compare_figures, comparison_lines
     from console.storage.runs import is_storage_run
+    from console.ttt.runs import is_ttt_run
 
-    def has_figures(run: dict[str, Any]) -> bool:  # storage and collectives runs: compared by their figures
-        return is_storage_run(run) or is_collectives_run(run)
+    def has_figures(run: dict[str, Any]) -> bool:  # storage, collectives, time-to-train runs: by their figures
+        return is_storage_run(run) or is_collectives_run(run) or is_ttt_run(run)
 
     try:
         with open_reader(db_path(args)) as store:
@@ -166,7 +167,8 @@ def _storage_figures_only(args: argparse.Namespace, run_a: dict[str, Any], run_b
     if args.interleave:
         return fail("--interleave re-runs model specs; repeat a storage run with `labconsole storage KIND` and "
                     "compare the stored runs")
-    timed = "timed operations" if "collectives" in (_scenario(run_a), _scenario(run_b)) else "timed reads"
+    timed = ("timed operations" if "collectives" in (_scenario(run_a), _scenario(run_b)) else
+             "per-step times" if "time-to-train" in (_scenario(run_a), _scenario(run_b)) else "timed reads")
     why = (f"the latencies cannot be compared: A stored {n_a} {timed}, B {n_b}; a comparison needs at least 2 "
            "in each run")
     if wants_json(args):

@@ -119,3 +119,14 @@ def test_a_malformed_result_is_stored_failed_with_the_cause(tmp_path):
                                                   {"ranks": 2, "seed": 1})
         assert status == "failed" and "lacks 'quality_curve'" in cause and "does not name the seed" in cause
         assert store.get_run(run_id)["summary"]["valid"] is False
+
+
+def test_compare_sets_two_stored_runs_figures_side_by_side(fake_runs, tmp_path, capsys):
+    _, plan = fake_runs
+    plan += [(5.0, True), (4.0, True)]
+    db = str(tmp_path / "h.db")
+    assert main(["time-to-train", "--runs", "2", "--seed", "3", "--json", "--db", db]) == 1  # 2 runs: no score
+    ids = [r["run_id"] for r in json.loads(capsys.readouterr().out)["runs"]]
+    assert main(["compare", ids[0], ids[1], "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "per-step times" in out and "time to train (s): 5 → 4  (B 20% better" in out
