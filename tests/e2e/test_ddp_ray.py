@@ -2,12 +2,15 @@
 (tests/lab_cluster.py: a head that takes no work, lab-a and lab-b with one CPU each). The console checks the token
 and the address, its worker stays here and joins the cluster; Ray places one bundle per rank (SPREAD), so each rank
 lands on its own node and the ranks meet at rank 0's node. Asking for more ranks than the nodes can hold fails
-within the place time-out, saying what the cluster has and the fix."""
+within the place time-out, saying what the cluster has and the fix. A node lost mid-run fails the run naming the
+rank that was on it and its host (last: it removes a node of the module's cluster)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -55,3 +58,36 @@ def test_more_ranks_than_the_nodes_hold_fail_with_the_fix(lab, tmp_path, capsys)
     assert code == 1 and r["status"] == "failed"
     assert "could not place 3 ranks" in r["message"] and "ask for fewer --ranks" in r["message"], r["message"]
     assert time.monotonic() - started < 20 + 60  # the place time-out (half of --load-timeout) and start-up
+
+
+def test_a_node_lost_mid_run_fails_the_run_naming_the_rank_and_its_host(lab, tmp_path):
+    from console.cluster.connect import check_joinable
+    from console.history import HistoryWriter
+    from console.session import RunSession
+    from console.specs import build_spec
+
+    spec = build_spec({"mode": "training", "model": "mlp", "batch": 6, "iterations": 3000, "warmup_s": 0.0,
+                       "torch.ranks": 2})
+    check_joinable(lab["address"])
+    spec.engine_options["torch"] = dataclasses.replace(spec.options_for("torch"), ranks_cluster=lab["address"])
+    hosts, measuring = [], threading.Event()
+
+    def listener(event):
+        if event.get("type") == "loaded":
+            hosts.extend(event["details"]["ddp"]["rank_hosts"])
+        elif event.get("type") == "latencies":  # every rank has reported a measured step
+            measuring.set()
+
+    writer = HistoryWriter.open(tmp_path / "h.db")
+    try:
+        run = RunSession(spec, writer, listener=listener, telemetry_hz=None)
+        run.start()
+        assert measuring.wait(120), "the ranks never started measuring"
+        lost = hosts[1]
+        lab["cluster"].remove_node(lab["nodes"][{"lab-a": "fake-a", "lab-b": "fake-b"}[lost]], allow_graceful=False)
+        record = run.wait(120)
+    finally:
+        writer.close()
+    assert record is not None and record["status"] == "failed"
+    assert f"rank 1 failed on the cluster (host {lost}): " in record["message"], record["message"]
+    assert "measured step" in record["message"]
