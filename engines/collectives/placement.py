@@ -16,6 +16,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 ERROR_GRACE_S = 1.5  # after a rank's error, how long to look for a rank whose actor died (the real cause)
+# after an error that is a lost peer's symptom (its socket closed), longer: Ray declares an actor on a lost node
+# dead only after the node's health checks fail (seconds), while its peer's connection breaks at once
+PEER_GRACE_S = 20.0
+PEER_SYMPTOMS = ("connection closed by peer", "connection reset", "broken pipe", "econnreset", "connection refused")
 
 __all__ = ["placed", "start_actors", "collect", "failure_text"]
 
@@ -110,8 +114,9 @@ def _first_death(ray: Any, rank: int, exc: BaseException, pending: list[Any],
     within ERROR_GRACE_S, the dead one is the cause. Ray's errors are matched by name (no ray import here)."""
     if _is_death(exc) or not pending:
         return rank, exc
+    symptom = any(words in str(exc).lower() for words in PEER_SYMPTOMS)
     try:
-        more, _ = ray.wait(pending, num_returns=len(pending), timeout=ERROR_GRACE_S)
+        more, _ = ray.wait(pending, num_returns=len(pending), timeout=PEER_GRACE_S if symptom else ERROR_GRACE_S)
     except Exception:  # noqa: BLE001 — the first failure stands
         return rank, exc
     for ref in sorted(more, key=lambda r: index[r]):

@@ -64,9 +64,14 @@ def test_a_dead_rank_is_blamed_over_the_peer_whose_connection_it_broke():
     with pytest.raises(RuntimeError, match=r"^rank 1 failed on the cluster \(host lab-b\): RayActorError: The "
                                            r"actor died: SIGKILL$"):
         collect(ray, ["r0", "r1"], lambda u: None, stall_s=5.0, hosts=["lab-a", "lab-b"])
+    assert ray.waits[-1] == (1, 20.0)  # a broken connection is a lost peer's symptom: its death is waited for
     alone = FakeRay({"r0": broken, "r1": "fine"}, ["r0", "r1"])  # no death: the error stands
     with pytest.raises(RuntimeError, match=r"^rank 0 failed on the cluster: RayTaskError: RuntimeError: Connection"):
         collect(alone, ["r0", "r1"], lambda u: None, stall_s=5.0)
+    own = FakeRay({"r0": RayTaskError("ValueError: bad batch"), "r1": "fine"}, ["r0", "r1"])
+    with pytest.raises(RuntimeError, match=r"^rank 0 failed on the cluster: RayTaskError: ValueError: bad batch$"):
+        collect(own, ["r0", "r1"], lambda u: None, stall_s=5.0)
+    assert own.waits[-1] == (1, 1.5)  # its own error: a moment only
 
 
 def test_with_ticks_a_rank_still_running_after_the_stall_time_out_is_named():
