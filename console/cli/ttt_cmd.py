@@ -59,6 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="evaluate on rank 0 every N steps (default 25)")
     parser.add_argument("--seed", type=whole(0, MAX_SEED - 100), default=None, metavar="S",
                         help="first run's seed; run i uses S+i (default: drawn at random, printed)")
+    parser.add_argument("--threads", type=whole(1, 4096), default=None, metavar="N",
+                        help="threads per rank (default: each rank its share of the cores)")
     parser.add_argument("--backend", choices=("gloo", "nccl"), default="gloo",
                         help="gloo: CPU processes (default); nccl: one rank per NVIDIA GPU")
     parser.add_argument("--cluster", default=None, metavar="ADDR",
@@ -76,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(1 << 30)
     options = {"ranks": args.ranks, "backend": args.backend, "target_quality": args.target,
                "global_batch": args.batch, "max_steps": args.max_steps, "eval_every": args.eval_every,
-               "seed": seed, "cluster": args.cluster}
+               "seed": seed, "cluster": args.cluster, "threads": args.threads}
     try:
         checked = normalize(options)
     except TimeToTrainError as exc:

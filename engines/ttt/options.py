@@ -19,7 +19,7 @@ BACKENDS = ("gloo", "nccl")
 DEFAULTS: dict[str, Any] = {"ranks": 1, "backend": "gloo", "target_quality": 0.9, "max_steps": 3000,
                             "eval_every": 25, "global_batch": 128, "lr": 0.1, "n_train": 65536, "n_eval": 2048,
                             "seed": 0, "cluster": None, "stall_timeout_s": 120.0, "task_params": None,
-                            "label": None}
+                            "label": None, "threads": None}
 MAX_SEED = 2**31 - 1
 
 __all__ = ["normalize", "DEFAULTS", "TASK", "BACKENDS"]
@@ -46,6 +46,8 @@ def normalize(options: Mapping[str, Any] | None) -> dict[str, Any]:
     out["n_train"] = _whole(out["n_train"], "n_train", 1, 1 << 26, "give the training set's size (e.g. 16384)")
     out["n_eval"] = _whole(out["n_eval"], "n_eval", 1, 1 << 24, "give the evaluation set's size (e.g. 2048)")
     out["seed"] = _whole(out["seed"], "--seed", 0, MAX_SEED, f"give a seed from 0 to {MAX_SEED}")
+    if out["threads"] is not None:  # None: each rank takes its share of the worker's cores
+        out["threads"] = _whole(out["threads"], "--threads", 1, 4096, "give the threads each rank uses (e.g. 1)")
     out["target_quality"] = _number(out["target_quality"], "--target", "give the eval accuracy to reach, above 0 "
                                     "and at most 1 (e.g. 0.9)", low=0.0, high=1.0, low_open=True)
     out["lr"] = _number(out["lr"], "lr", "give a learning rate above 0 (e.g. 0.1)", low=0.0, high=100.0,

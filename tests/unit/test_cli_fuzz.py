@@ -213,7 +213,8 @@ COMMAND_LINES = {
                              "--rate": numbers, "--source": choice("psutil", "rapl", "nvml", "nope", "")}),
     "time-to-train": (_fixed(), {**COMMON, "--ranks": numbers, "--runs": numbers, "--target": numbers,
                                  "--batch": numbers, "--max-steps": numbers, "--eval-every": numbers,
-                                 "--seed": numbers, "--timeout": numbers, "--backend": choice("gloo", "nccl", "mpi"),
+                                 "--seed": numbers, "--timeout": numbers, "--threads": numbers,
+                                 "--backend": choice("gloo", "nccl", "mpi"),
                                  "--cluster": texts, "--tag": texts}),
 }
 NO_DB = {"doctor", "make-data", "rules", "telemetry"}
