@@ -4,10 +4,10 @@
 a. Predicted vs measured all-reduce. The prediction (engines.ddp.predict) is t = 2(n−1)/n · B / busbw(B) from the
    run's own all-reduce probe at the bucket's size; the measurement is the median rank's all-reduce busy time per
    step (comm hook stamps). --bucket-mb is set larger than the gradients, so there is one bucket: its all-reduce
-   starts when backward's compute has ended, alone on the core, as the probe timed it. With the default 25 MB
-   buckets on a 2-core machine the first bucket's all-reduce would share a core with the rest of backward and be
-   slowed by it, which the probe (run with nothing beside it) cannot know: that is a real effect, not a defect of
-   the prediction, and this benchmark keeps it out. Goal: median ratio measured / predicted within 0.8–1.2, held
+   starts when backward's compute has ended, alone on the cores, as the probe timed it. With small buckets (e.g.
+   --bucket-mb 1) the early buckets' all-reduces run during backward on the same two cores and are slowed by it,
+   which the probe (run with nothing beside it) cannot know: a real effect, not a defect of the prediction, and this
+   benchmark keeps it out. Goal: median ratio measured / predicted within 0.8–1.2, held
    with its distribution-free 95% interval; 8 runs (with 8 the interval is their whole range).
 b. Straggler. --inject-straggler 30 (rank 1 sleeps 30 ms before each forward), 10 runs: the breakdown must name
    rank 1 (straggler.named) in at least 9, and the delay it reports must be 30 ms ± 30% (median over runs with its
