@@ -22,7 +22,8 @@ whole file has a budget of 150 s on CI's 2-core machine (19 runs; most of each r
 which import torch); its seconds are recorded. Measured on the shared 2-core VM with other work running (1-minute
 load 3.6–6.0): 228 s in all (8.7–14 s a run); named 10 of 10 with 30.1 ms [28.7, 31.8]; measured ÷ predicted
 1.74 [1.19, 3.83] (undecided); worst closure 0.898 (a one-bucket run; median deviation 3.9%), undecided under that
-load. A miss while the load exceeds the cores + 1 is undecided (see `held`).
+load; a second run (load ≤ 5.0) took 165 s, ratio 1.41 [1.13, 2.23], 2-rank closures 0.876–0.968. A miss while the
+load exceeds the cores + 1 is undecided (see `held`).
 """
 
 from __future__ import annotations
