@@ -15,7 +15,9 @@ import dataclasses
 import errno
 import json
 import os
+import random
 import sqlite3
+import time
 import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -96,7 +98,7 @@ class HistoryStore:
         self._conn = self._connect()
         try:
             self._db = Database(self._conn, execute_plugins=False)
-            self._db.enable_wal()
+            _enable_wal(self._conn)
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._migrate()
@@ -1033,3 +1035,17 @@ def _decode_sweep(row: dict[str, Any]) -> dict[str, Any]:
     """Strictly, like a run: a damaged grid, base or summary is None and listed in row["damaged"] (the Sweeps
     list shows such a sweep with what is left; opening it is refused with the field)."""
     return damage.decode_run(row, damage.SWEEP_COLUMNS)
+
+
+def _enable_wal(conn: sqlite3.Connection, deadline_s: float = BUSY_TIMEOUT_S) -> None:
+    """Switch the file to WAL, retrying until the busy deadline: SQLite answers this pragma SQLITE_BUSY at once,
+    without calling the busy handler, while another console holds the newly created file in rollback mode."""
+    give_up = time.monotonic() + deadline_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=wal").fetchone()  # a file system without WAL keeps its mode
+            return
+        except sqlite3.OperationalError as exc:
+            if sqlite_code(exc) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or time.monotonic() > give_up:
+                raise
+            time.sleep(random.uniform(0.005, 0.03))

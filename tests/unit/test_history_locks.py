@@ -19,6 +19,7 @@ import pytest
 from console.cli import main
 from console.history import LATEST_VERSION, HistoryStore, HistoryWriter, open_reader
 from console.history.errors import translate
+from console.history.store import _enable_wal
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = {"model": "mlp", "engine": "torch", "target": "cpu", "batch": 1, "scenario": "single-stream"}
@@ -151,6 +152,24 @@ def test_reading_leaves_the_file_byte_for_byte_unchanged(db_path, capsys):
     assert main(["compare", *ids, "--json", "--db", str(db_path)]) == 0
     capsys.readouterr()
     assert _digest(db_path) == before
+
+
+def test_switching_a_new_file_to_wal_waits_for_a_writer_sqlite_answers_busy_at_once(tmp_path):
+    """CI failed 1 trial in 3 of the test below: SQLite refuses `journal_mode=wal` with SQLITE_BUSY at once,
+    never calling the busy handler, while another console holds the fresh rollback-mode file's write lock."""
+    path = tmp_path / "fresh.db"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("CREATE TABLE t (x)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO t VALUES (1)")
+    late = sqlite3.connect(path, isolation_level=None, timeout=5)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        late.execute("PRAGMA journal_mode=wal")  # what sqlite-utils' enable_wal did: no wait at all
+    threading.Timer(0.3, lambda: writer.execute("COMMIT")).start()
+    _enable_wal(late)
+    assert late.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    late.close()
+    writer.close()
 
 
 @pytest.mark.parametrize("trial", range(3))
