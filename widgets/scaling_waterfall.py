@@ -23,7 +23,8 @@ Y_LABEL = "step time (ms)"
 MEASURED = "measured"
 # one colour per part, by the first word of C's bar names (Tableau 10, as theme.PALETTE's light scheme)
 PART_COLORS = {"ideal": "#7f7f7f", "compute": "#1f77b4", "data": "#bcbd22", "optimizer": "#9467bd",
-               "straggler": "#d62728", "exposed": "#ff7f0e", "communication": "#ff7f0e", "unattributed": "#8c564b",
+               "straggler": "#d62728", "exposed": "#ff7f0e", "communication": "#ff7f0e", "gradient": "#e377c2",
+               "unattributed": "#8c564b",
                MEASURED: "#2ca02c"}
 FALLBACK_COLOR = "#17becf"
 
@@ -177,7 +178,7 @@ class ScalingWaterfall(QtWidgets.QWidget):
 
     @staticmethod
     def _short(name: str) -> str:
-        return {"exposed communication": "exposed comm"}.get(name.lower(), name)
+        return {"exposed communication": "exposed comm", "gradient copy-back": "grad copy"}.get(name.lower(), name)
 
     @staticmethod
     def _caption(waterfall: Mapping[str, Any], chain: list) -> str:

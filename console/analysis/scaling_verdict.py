@@ -63,7 +63,7 @@ def score(run: dict[str, Any], prediction: dict[str, Any] | None = None,
 
 def outside_compute(run: dict[str, Any]) -> float:
     """The share of a DDP step spent outside the typical rank's compute (data wait, straggler, exposed
-    communication): op-profile classes explain only the rest, as they do the input wait. 0 without ranks ≥ 2."""
+    communication, gradient copy-back): op-profile classes explain only the rest, as they do the input wait. 0 without ranks ≥ 2."""
     ddp = ddp_of(run)
     if ddp is None or int(ddp.get("ranks") or 1) < 2:
         return 0.0
@@ -72,7 +72,7 @@ def outside_compute(run: dict[str, Any]) -> float:
     parts = bd.get("parts") or {}
     if not step:
         return 0.0
-    outside = sum(_num(parts.get(k)) or 0.0 for k in ("data_wait_s", "straggler_s", "exposed_comm_s"))
+    outside = sum(_num(parts.get(k)) or 0.0 for k in ("data_wait_s", "straggler_s", "exposed_comm_s", "grad_copy_s"))
     return min(1.0, max(0.0, outside / step))
 
 

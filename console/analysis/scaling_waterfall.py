@@ -18,7 +18,9 @@ import math
 from typing import Any
 
 PART_KEYS = ("data_wait_s", "forward_s", "backward_compute_s", "straggler_s", "exposed_comm_s", "optimizer_s")
-BARS = ("ideal", "compute", "data wait", "optimizer", "straggler", "exposed communication", "unattributed")
+LATER_KEYS = ("grad_copy_s",)  # stamped since 2026-12: an older breakdown's copy-back is inside its unattributed
+BARS = ("ideal", "compute", "data wait", "optimizer", "straggler", "exposed communication", "gradient copy-back",
+        "unattributed")
 ENDS = 1e-9
 
 __all__ = ["waterfall", "BARS"]
@@ -46,6 +48,7 @@ def waterfall(bd_n: dict[str, Any], bd_1: dict[str, Any], ranks: int, scaling: s
         "optimizer": ("optimizer_s",),
         "straggler": ("straggler_s",),
         "exposed communication": ("exposed_comm_s",),
+        "gradient copy-back": ("grad_copy_s",),
         "unattributed": ("unattributed_s",),
     }
     bars = [{"name": "ideal", "delta_s": ideal, "from_s": 0.0, "to_s": ideal, "how": _ideal_how(t_1, ranks, scaling)}]
@@ -81,6 +84,7 @@ def _parts(bd: dict[str, Any], what: str) -> tuple[dict[str, float], float]:
         raise ValueError(f"{what} lacks {', '.join(missing or ['unattributed_s'])}: recompute it with "
                          "engines.ddp.breakdown.summarize")
     out = {k: float(parts[k]) for k in PART_KEYS}
+    out.update({k: _num(parts.get(k)) or 0.0 for k in LATER_KEYS})
     out["unattributed_s"] = float(bd["unattributed_s"])
     return out, float(step)
 
@@ -100,6 +104,8 @@ def _how(name: str, part_n: float, part_1: float, ranks: int, scaling: str, bd_n
         "optimizer": "optimizer step and zero_grad on the slowest rank",
         "straggler": "how much longer the slowest rank computed than the others' median",
         "exposed communication": "all-reduce time not overlapped by backward compute on the slowest rank",
+        "gradient copy-back": ("DDP copying the averaged gradient buckets into each parameter's .grad after the last "
+                               "all-reduce, on the slowest rank (gradient_as_bucket_view=True would skip the copy)"),
         "unattributed": "step time the stamps did not cover (shown, never folded into a part)",
     }[name]
     extra = ""

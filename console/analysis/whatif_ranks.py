@@ -73,6 +73,13 @@ def project_ranks(ddp: dict[str, Any], to_ranks: int, *, busbw_rows: Sequence[di
     for key in ("forward_s", "backward_compute_s"):
         put(key, parts[key], parts[key] * compute_scale, batch_how + ratio_how)
     put("optimizer_s", parts["optimizer_s"], parts["optimizer_s"], "kept: every rank steps the whole model")
+    copy = _num(parts.get("grad_copy_s")) or 0.0  # absent from breakdowns stamped before it: inside unattributed
+    if n_from == 1 and to_ranks > 1:
+        notes.append("a 1-rank run has no DDP, so the gradient copy-back DDP adds after the all-reduce (about one "
+                     "copy of the gradients in memory) is not in this projection: project from a run of 2 or more "
+                     "ranks to include it")
+    put("grad_copy_s", copy, copy if to_ranks > 1 else 0.0,
+        "kept: every rank copies the whole model's averaged gradients" if to_ranks > 1 else "one rank: no DDP")
     straggle = parts["straggler_s"] if to_ranks > 1 else 0.0
     put("straggler_s", parts["straggler_s"], straggle,
         "kept as measured (the same machines)" if to_ranks > 1 else "one rank: no straggler")
@@ -92,7 +99,7 @@ def project_ranks(ddp: dict[str, Any], to_ranks: int, *, busbw_rows: Sequence[di
     step = math.fsum(p["to_s"] for p in out.values())
     method = ("a projection, not a measurement: from the measured breakdown at "
               f"{n_from} rank(s), {scaling} scaling; compute and data wait {batch_how}"
-              f"{ratio_how}; optimizer and straggler kept; all-reduce by t = Σ 2(n−1)/n · B / busbw(B) "
+              f"{ratio_how}; optimizer, straggler and gradient copy-back kept; all-reduce by t = Σ 2(n−1)/n · B / busbw(B) "
               f"({comm_how}); exposed = all-reduce − the overlap the run achieved"
               + (", shrunk with backward" if compute_scale < 1 else "") + "; unattributed kept")
     return {"ranks_from": n_from, "ranks_to": to_ranks, "scaling": scaling, "global_batch": to_global,

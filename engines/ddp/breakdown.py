@@ -3,8 +3,8 @@
 Why this shape: a DDP step ends when the slowest rank's gradients are all-reduced, so the step is read from the
 slowest rank's point of view, step by step. For each aligned step, k is the rank with the most compute (data wait +
 forward + backward compute) and O the others. The typical rank's compute is the median over O, the straggler part
-is how much longer rank k computed than that median, and the exposed communication and the optimizer are rank k's
-own (the others' exposed time includes waiting for k, which the straggler part already counts; counting it again
+is how much longer rank k computed than that median, and the exposed communication, the gradient copy-back (DDP
+copying the averaged buckets into each .grad after the last all-reduce) and the optimizer are rank k's own (the others' exposed time includes waiting for k, which the straggler part already counts; counting it again
 would be the classic double count). Parts are means over steps, so they add; whatever the stamps do not cover is
 reported as `unattributed_s` and never folded into a part, and `closure` says how much of the step the parts
 explain. Overlap follows Holistic Trace Analysis: communication time overlapped by compute ÷ all communication time.
@@ -27,8 +27,8 @@ from typing import Any
 
 from engines.machine.repeat import median_interval
 
-NEEDED = ("data_wait_s", "forward_s", "backward_compute_s", "comm_busy_s", "exposed_comm_s", "optimizer_s",
-          "step_s")
+NEEDED = ("data_wait_s", "forward_s", "backward_compute_s", "comm_busy_s", "exposed_comm_s", "grad_copy_s",
+          "optimizer_s", "step_s")
 NAME_SHARE = 0.8  # the straggler is the slowest rank in at least this share of steps
 NOISE_MADS = 3.0  # ... and its delay exceeds this many MADs of the others' step-to-step compute
 NOISE_FLOOR = 0.01  # ... and at least this share of the others' median compute (a perfectly flat fixture has MAD 0)
@@ -59,7 +59,7 @@ def summarize(steps_by_rank: Sequence[dict[str, Sequence[float]]], *, hosts: Seq
                for s in steps]
     global_step = [max(s["step_s"][i] for s in steps) for i in range(n_steps)]
     per_step = {key: [] for key in ("data_wait_s", "forward_s", "backward_compute_s", "straggler_s",
-                                    "exposed_comm_s", "optimizer_s")}
+                                    "exposed_comm_s", "grad_copy_s", "optimizer_s")}
     slowest, busy_k, busy_median = [], [], []
     for i in range(n_steps):
         k = max(range(n_ranks), key=lambda r: (compute[r][i], -r))  # ties go to the lowest rank
@@ -69,6 +69,7 @@ def summarize(steps_by_rank: Sequence[dict[str, Sequence[float]]], *, hosts: Seq
             per_step[key].append(statistics.median(steps[r][key][i] for r in others))
         per_step["straggler_s"].append(compute[k][i] - statistics.median(compute[r][i] for r in others))
         per_step["exposed_comm_s"].append(steps[k]["exposed_comm_s"][i])
+        per_step["grad_copy_s"].append(steps[k]["grad_copy_s"][i])
         per_step["optimizer_s"].append(steps[k]["optimizer_s"][i])
         busy_k.append(steps[k]["comm_busy_s"][i])
         busy_median.append(statistics.median(s["comm_busy_s"][i] for s in steps))
@@ -96,8 +97,8 @@ def summarize(steps_by_rank: Sequence[dict[str, Sequence[float]]], *, hosts: Seq
         "method": (f"{n_steps} measured steps aligned by index over {n_ranks} rank(s); step = the slowest rank's "
                    "step_s; per step k = the rank with the most compute (data wait + forward + backward up to the "
                    "last bucket's all-reduce launch), data wait/forward/backward = medians over the other ranks, "
-                   "straggler = k's compute − the others' median compute, exposed communication and optimizer = "
-                   "rank k's; parts are means over steps, unattributed = step mean − their sum (not folded in); "
+                   "straggler = k's compute − the others' median compute, exposed communication, gradient copy-back "
+                   "(last all-reduce done → backward's return) and optimizer = rank k's; parts are means over steps, unattributed = step mean − their sum (not folded in); "
                    "overlap = (all-reduce busy − exposed) ÷ busy on rank k (Holistic Trace Analysis); step interval "
                    f"= seeded bootstrap of the mean ({BOOT} resamples)"),
     }

@@ -16,7 +16,7 @@ from engines.spec import RunSpec
 PROBE = {"warmup": 2, "trials": 5, "iters": 5}  # the after-measuring all-reduce probe, nccl-tests style
 PROBE_STEPS = 3  # steps every rank runs first; rank 0 times them to agree the step counts
 STEP_KEYS = ("data_wait_s", "forward_s", "backward_s", "backward_compute_s", "comm_s", "comm_busy_s",
-             "exposed_comm_s", "optimizer_s", "step_s", "injected_s")
+             "exposed_comm_s", "grad_copy_s", "optimizer_s", "step_s", "injected_s")
 
 __all__ = ["plan_for", "split_cores", "STEP_KEYS", "PROBE", "PROBE_STEPS"]
 

@@ -4,8 +4,10 @@ Runs in a rank process (a spawn-context child of the worker, or a Ray actor). Ea
 happens (contract section 3): data wait, forward (the injected straggler sleep inside it), backward, the part of
 backward before the last gradient bucket was handed to the all-reduce (compute), every bucket's all-reduce from
 launch to done (a comm hook around DDP's default allreduce_hook, stamped with perf_counter at launch and in
-fut.then), and the optimizer (zero_grad included) up to a device synchronize. Exposed communication is the part
-of the buckets' busy time after compute ended, while backward waited for it (HTA's "not overlapped by compute").
+fut.then), the gradient copy-back (from the last all-reduce's completion to backward's return: DDP copying the
+averaged buckets into each parameter's .grad), and the optimizer (zero_grad included) up to a device synchronize.
+Exposed communication is the part of the buckets' busy time after compute ended, while backward waited for it
+(HTA's "not overlapped by compute").
 
 Step counts are agreed before timing: PROBE_STEPS steps on every rank, then rank 0 turns --warmup/--duration (or
 --iterations) into step counts from its probe and broadcasts them, so every rank runs the same steps and no rank
@@ -222,6 +224,8 @@ class _Loop:
                 record["comm_s"] = sum(s[3] - s[2] for s in self.stamps)
                 record["comm_busy_s"] = sum(b - a for a, b in union)
                 record["exposed_comm_s"] = overlap(union, compute_end, backward_end)
+                # after the last all-reduce: DDP copies the averaged buckets into each parameter's .grad
+                record["grad_copy_s"] = max(0.0, backward_end - max(s[3] for s in self.stamps))
                 self.bucket_bytes = [s[1] for s in sorted(self.stamps, key=lambda s: s[2])]
             else:
                 record["backward_compute_s"] += backward_end - forward_end
@@ -276,19 +280,25 @@ def _empty_batch(first: int) -> dict[str, Any]:
 
 
 def _stamped_allreduce(stamps: list) -> Callable[[Any, Any], Any]:
-    """DDP's default all-reduce hook, with each bucket's launch and completion stamped (perf_counter)."""
-    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    """DDP's default all-reduce hook (default_hooks.allreduce_hook: divide by the world size, then all-reduce),
+    with each bucket's all-reduce stamped (perf_counter) from its launch to its completion. The division is
+    element-wise compute over the bucket (an aten op, not a collective, as HTA counts it), so the launch stamp
+    follows it: the stamped interval is the collective alone, which is what the probe times and the prediction
+    models (stamping before the division read 0.3-0.6 ms more per 10.5 MB bucket here)."""
+    import torch.distributed as dist
 
     def hook(state, bucket):  # noqa: ANN001,ANN202 — DDP refuses a hook whose bucket is annotated otherwise
+        group = state if state is not None else dist.group.WORLD
         buffer = bucket.buffer()
         nbytes = buffer.numel() * buffer.element_size()
         index = bucket.index()
+        buffer.div_(group.size())  # first, as the default hook does, so fp16 sums cannot overflow
         launched = time.perf_counter()
-        future = default_hooks.allreduce_hook(state, bucket)
+        future = dist.all_reduce(buffer, group=group, async_op=True).get_future()
 
         def done(fut: Any) -> Any:
             stamps.append((index, nbytes, launched, time.perf_counter()))
-            return fut.value()
+            return fut.value()[0]
 
         return future.then(done)
 

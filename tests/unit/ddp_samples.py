@@ -1,6 +1,6 @@
 """Hand-built per-rank step records (contract §3) for the DDP breakdown, prediction, waterfall, verdict and what-if
 tests: every rank's stamps partition its step (data wait + forward + backward compute + exposed communication +
-optimizer = step), and the ranks that finish computing first wait in their exposed all-reduce for the slowest,
+gradient copy-back + optimizer = step), and the ranks that finish computing first wait in their exposed all-reduce for the slowest,
 as DDP's all-reduce makes them — so every rank's step is the same length, as on a real run."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import random
 
 MS = 1e-3
 STEP_KEYS = ("data_wait_s", "forward_s", "backward_s", "backward_compute_s", "comm_s", "comm_busy_s",
-             "exposed_comm_s", "optimizer_s", "step_s", "injected_s")
+             "exposed_comm_s", "grad_copy_s", "optimizer_s", "step_s", "injected_s")
 
 
 def steps(ranks: int = 2, n: int = 60, *, data_ms: float = 2.0, forward_ms: float = 10.0, backward_ms: float = 20.0,
-          busy_ms: float = 8.0, exposed_ms: float = 2.0, optimizer_ms: float = 3.0, slow: dict | None = None,
+          busy_ms: float = 8.0, exposed_ms: float = 2.0, copy_ms: float = 0.5, optimizer_ms: float = 3.0, slow: dict | None = None,
           noise_ms: float = 0.3, shared_noise_ms: float = 0.0, seed: int = 1) -> list[dict[str, list[float]]]:
     """Per rank {key: [n floats]}. `slow` {rank: extra forward ms} makes a straggler (its sleep is injected_s).
     `noise_ms` is each rank's own Gaussian noise on forward; `shared_noise_ms` moves every rank's forward alike."""
@@ -29,10 +29,11 @@ def steps(ranks: int = 2, n: int = 60, *, data_ms: float = 2.0, forward_ms: floa
             waited = top - compute[r] if ranks > 1 else 0.0
             exposed = (exposed_ms + waited) if ranks > 1 else 0.0
             busy = max(busy_ms, exposed) if ranks > 1 else 0.0
+            copy = copy_ms if ranks > 1 else 0.0  # DDP's copy-back of the averaged buckets: no DDP on one rank
             row = {"data_wait_s": data_ms, "forward_s": fwd[r], "backward_compute_s": backward_ms,
-                   "backward_s": backward_ms + exposed, "comm_s": busy, "comm_busy_s": busy, "exposed_comm_s": exposed,
-                   "optimizer_s": optimizer_ms, "injected_s": slow.get(r, 0.0)}
-            row["step_s"] = data_ms + fwd[r] + backward_ms + exposed + optimizer_ms
+                   "backward_s": backward_ms + exposed + copy, "comm_s": busy, "comm_busy_s": busy,
+                   "exposed_comm_s": exposed, "grad_copy_s": copy, "optimizer_s": optimizer_ms, "injected_s": slow.get(r, 0.0)}
+            row["step_s"] = data_ms + fwd[r] + backward_ms + exposed + copy + optimizer_ms
             for key, value in row.items():
                 out[r][key].append(value * MS)
     return out

@@ -36,7 +36,8 @@ def test_noise_alone_never_names_a_straggler():
 
 
 def test_parts_add_to_the_step_when_the_stamps_partition_it():
-    bd = _bd(steps(2, slow={1: 5.0}, data_ms=4.0))
+    bd = _bd(steps(2, slow={1: 5.0}, data_ms=4.0, copy_ms=1.5))
+    assert bd["parts"]["grad_copy_s"] == pytest.approx(1.5 * MS)  # the slowest rank's own copy-back
     assert bd["sum_s"] == pytest.approx(bd["step_s"]["mean"], abs=1e-9)
     assert abs(bd["unattributed_s"]) < 1e-9 and bd["adds_up"] and bd["closure"] == pytest.approx(1.0)
     assert bd["parts"]["data_wait_s"] == pytest.approx(4 * MS)

@@ -55,7 +55,7 @@ def test_the_plan_is_plain_data_with_the_agreed_counts_inputs():
 
     assert json.loads(json.dumps(plan)) == plan
     assert plan["bucket_mb"] == 1.5 and plan["probe_steps"] == 3 and plan["stall_timeout_s"] == 60.0
-    assert len(STEP_KEYS) == 10 and "exposed_comm_s" in STEP_KEYS
+    assert len(STEP_KEYS) == 11 and "exposed_comm_s" in STEP_KEYS and "grad_copy_s" in STEP_KEYS
 
 
 @pytest.mark.parametrize(("changes", "words"), [

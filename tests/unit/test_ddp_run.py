@@ -76,6 +76,10 @@ def test_every_rank_times_every_part_and_the_gradients_cross_in_buckets(two_rank
         for i in range(20):
             assert steps["backward_compute_s"][i] <= steps["backward_s"][i]
             assert steps["comm_s"][i] > 0 and 0 <= steps["exposed_comm_s"][i] <= steps["comm_busy_s"][i] + 1e-9
+            # backward = its compute, then the all-reduce it waited for, then DDP's copy-back: nothing counted twice
+            assert steps["grad_copy_s"][i] >= 0
+            assert (steps["backward_compute_s"][i] + steps["exposed_comm_s"][i] + steps["grad_copy_s"][i]
+                    <= steps["backward_s"][i] + 1e-9)
             assert steps["step_s"][i] >= steps["forward_s"][i] + steps["backward_s"][i]
     latencies = [x for e in the(two_ranks, "latencies") for x in e["latency_ns"]]
     slowest = [max(out["steps"]["step_s"][i] for out in block["ranks_out"]) for i in range(20)]

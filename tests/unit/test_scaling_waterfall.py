@@ -52,6 +52,21 @@ def test_unattributed_time_is_its_own_bar_and_breaks_adds_up():
     assert w["bars"][-1]["name"] == "unattributed" and w["bars"][-1]["delta_s"] == pytest.approx(8 * MS)
 
 
+def test_the_gradient_copy_back_is_its_own_bar_and_an_older_breakdown_has_it_unattributed():
+    one = _bd(1)
+    two = _bd(2, copy_ms=1.3)
+    bars = {b["name"]: b for b in waterfall(two, one, 2, "strong")["bars"]}
+    assert bars["gradient copy-back"]["delta_s"] == pytest.approx(1.3 * MS)  # no DDP, no copy-back, on one rank
+    assert "gradient_as_bucket_view" in bars["gradient copy-back"]["how"]
+    assert bars["unattributed"]["delta_s"] == pytest.approx(0.0, abs=1e-9)
+    older = {**two, "parts": {k: v for k, v in two["parts"].items() if k != "grad_copy_s"}}
+    older["unattributed_s"] = two["unattributed_s"] + two["parts"]["grad_copy_s"]  # as it was stored before
+    w = waterfall(older, one, 2, "strong")
+    bars = {b["name"]: b for b in w["bars"]}
+    assert w["ends_at_measured"] and bars["gradient copy-back"]["delta_s"] == 0.0
+    assert bars["unattributed"]["delta_s"] == pytest.approx(1.3 * MS)
+
+
 def test_bad_input_is_refused_with_the_fix():
     one, two = _bd(1), _bd(2)
     with pytest.raises(ValueError, match="not 4"):
