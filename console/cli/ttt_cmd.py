@@ -64,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("gloo", "nccl"), default="gloo",
                         help="gloo: CPU processes (default); nccl: one rank per NVIDIA GPU")
     parser.add_argument("--cluster", default=None, metavar="ADDR",
-                        help="the Ray cluster at HOST:PORT: not available yet for time-to-train (refused with "
-                             "the fix); local ranks only")
+                        help="the Ray cluster at HOST:PORT: Ray places the --ranks (one bundle a rank); the worker "
+                             "stays here. Energy is then not available (RAPL is read on this machine only)")
     parser.add_argument("--tag", action="append", default=None, metavar="TAG", help="tag the stored runs (repeatable)")
     parser.add_argument("--timeout", type=number(0, 7 * 86400, low_open=True, unit="s"), default=3600.0,
                         metavar="S", help="stop a run after S seconds (default 3600); it is stored failed")
@@ -83,6 +83,12 @@ def main(args: argparse.Namespace) -> int:
         checked = normalize(options)
     except TimeToTrainError as exc:
         return fail(f"{exc.message}. Fix: {exc.fix}" if exc.fix else exc.message)
+    if checked["cluster"] is not None:
+        from console.cli.ranks_cluster import check_address
+
+        problem = check_address(checked["cluster"])  # a typo in the address costs no worker
+        if problem is not None:
+            return problem
     from console.history import HistoryError, HistoryStore
 
     try:  # before the runs: a history that cannot take them must not cost minutes of training first

@@ -27,7 +27,7 @@ def run(options: Mapping[str, Any], on_progress: Callable[[dict[str, Any]], None
     error_kind "bad-input")."""
     started = time.monotonic_ns()
     try:
-        opts = normalize(options)  # refuses --cluster too: the Ray launcher runs only `run --ranks` ranks so far
+        opts = normalize(options)
     except TimeToTrainError as exc:
         return Outcome(NAME, "failed", cause=exc.message, fix=exc.fix or None, error_kind="bad-input",
                        started_ns=started)

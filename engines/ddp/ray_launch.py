@@ -1,7 +1,8 @@
 """Start a data-parallel run's ranks as Ray actors across a lab cluster (`--ranks N --cluster ADDR`).
 
 The same contract as engines.ddp.launch.run_ranks, which starts them as local processes: every rank runs
-engines.ddp.rank.rank_main, the driver sees its messages through `on_message(tag, rank, payload)` and gets every
+`target` (engines.ddp.rank.rank_main for `run --ranks`, engines.ttt.rank.ray_rank for time-to-train; named as
+"module:function", so each node imports it itself), the driver sees its messages through `on_message(tag, rank, payload)` and gets every
 rank's output in rank order, or a RuntimeError naming the rank, its host and the cause.
 
 How the ranks are placed (engines.collectives.placement): one bundle per rank in a SPREAD placement group —
@@ -28,6 +29,7 @@ from typing import Any
 from engines.collectives.placement import collect, placed, start_actors
 
 TICK_S = 0.25  # how often the driver drains the actors' messages while they run
+DDP_TARGET = "engines.ddp.rank:rank_main"  # (rank, plan, addr, port, send) -> output; raises on failure
 PLACE_TIMEOUT_S = 60.0  # at most this long to reserve every rank's bundle (and at most half the load time-out)
 DRAIN_TIMEOUT_S = 30.0
 HIDDEN = ("result", "error")  # what on_message never sees (the launcher's, as in engines.collectives.local_ranks)
@@ -61,11 +63,12 @@ class RankActor:
         host = os.environ.get("LABCONSOLE_HOSTNAME") or socket.gethostname()
         return ip, free_port("0.0.0.0" if ":" not in ip else "::"), host
 
-    def run(self, rank: int, plan: dict[str, Any], addr: str, port: int) -> dict[str, Any]:
-        """rank_main's output and the messages not drained yet; rank_main's exception propagates (Ray wraps it)."""
-        from engines.ddp.rank import rank_main
+    def run(self, rank: int, plan: dict[str, Any], addr: str, port: int, target: str = DDP_TARGET) -> dict[str, Any]:
+        """The target's output and the messages not drained yet; its exception propagates (Ray wraps it)."""
+        import importlib
 
-        output = rank_main(rank, plan, addr, port, self._send)
+        module, _, function = target.partition(":")
+        output = getattr(importlib.import_module(module), function)(rank, plan, addr, port, self._send)
         return {"output": output, "messages": self.drain()}
 
     def drain(self) -> list[tuple]:
@@ -80,14 +83,16 @@ class RankActor:
 
 # ---- Public API
 def run_ranks(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None],
-              on_message: Callable[[str, int, Any], None]) -> list[dict[str, Any]]:
-    """Every rank's output, in rank order, from ranks Ray placed on the cluster at plan["cluster"].
-    `on_message(tag, rank, payload)` sees every message but "result" and "error" (it may raise: cancel)."""
+              on_message: Callable[[str, int, Any], None], *, target: str = DDP_TARGET,
+              name: str = "ddp") -> list[dict[str, Any]]:
+    """Every rank's output, in rank order, from ranks Ray placed on the cluster at plan["cluster"], each running
+    `target` ("module:function"). `on_message(tag, rank, payload)` sees every message but "result" and "error"
+    (it may raise: cancel)."""
     ranks, address = int(plan["ranks"]), plan["cluster"]
     bundle = bundle_for(plan)
     plan = {**plan, "threads_per_rank": plan.get("threads_per_rank") or int(bundle["CPU"])}  # the bundle's CPUs
     wait_s = place_timeout(plan)
-    with placed(address, [bundle] * ranks, name=f"labconsole-ddp-{ranks}", wait_s=wait_s,
+    with placed(address, [bundle] * ranks, name=f"labconsole-{name}-{ranks}", wait_s=wait_s,
                 error_cls=PlacementError) as (ray, group):
         actors: list[Any] = []
         try:
@@ -97,7 +102,7 @@ def run_ranks(plan: dict[str, Any], progress: Callable[[dict[str, Any]], None],
             ip, port, _ = wheres[0]
             progress({"text": f"placed {ranks} ranks on {', '.join(hosts)}: rendezvous {ip}:{port}",
                       "fraction": 0.0, "rank_hosts": hosts})
-            refs = [actor.run.remote(rank, plan, ip, port) for rank, actor in enumerate(actors)]
+            refs = [actor.run.remote(rank, plan, ip, port, target) for rank, actor in enumerate(actors)]
             seen = _Seen(on_message)
             outs = collect(ray, refs, progress, stall_s=float(plan["stall_timeout_s"]), hosts=hosts, tick_s=TICK_S,
                            on_tick=lambda: _drain(ray, actors, seen), where=seen.where)

@@ -23,7 +23,9 @@ from engines.ttt import NAME
 from engines.ttt.errors import TimeToTrainError
 from engines.ttt.options import TASK, normalize
 
-__all__ = ["run", "plan_for", "method_text"]
+RAY_TARGET = "engines.ttt.rank:ray_rank"
+
+__all__ = ["run", "plan_for", "method_text", "RAY_TARGET"]
 
 
 # ---- Public API
@@ -45,9 +47,14 @@ def run(options: dict[str, Any], progress: Callable[[Any], None] | None = None) 
 
     progress({"text": f"starting {opts['ranks']} rank(s)", "fraction": 0.0})
     with RaplMeter() as meter:
-        outputs = run_local(plan, progress, target=rank_main, describe=_describe, on_message=on_message,
-                            name="ttt", before_first="before its first step (starting, importing torch, making the "
-                                                     "data set, joining the group)")
+        if opts["placement"] == "ray":
+            from engines.ddp.ray_launch import run_ranks
+
+            outputs = run_ranks(plan, progress, on_message, target=RAY_TARGET, name="ttt")
+        else:
+            outputs = run_local(plan, progress, target=rank_main, describe=_describe, on_message=on_message,
+                                name="ttt", before_first="before its first step (starting, importing torch, "
+                                                         "making the data set, joining the group)")
     return _result(opts, plan, params, majority, outputs, meter)
 
 
@@ -73,8 +80,13 @@ def plan_for(opts: dict[str, Any]) -> dict[str, Any]:
 def method_text(opts: dict[str, Any], plan: dict[str, Any], energy_how: str) -> str:
     """How the figures were obtained, in one paragraph stored with the run."""
     ranks = opts["ranks"]
-    where = ("1 process (no process group)" if ranks == 1 else
-             f"{ranks} local processes (spawn), torch.distributed {opts['backend']}, DistributedDataParallel")
+    if ranks == 1 and opts["placement"] == "local":
+        where = "1 process (no process group)"
+    elif opts["placement"] == "ray":
+        where = (f"{ranks} Ray actor(s) placed by the cluster at {opts['cluster']} (a SPREAD placement group, one "
+                 f"bundle a rank), torch.distributed {opts['backend']}, DistributedDataParallel")
+    else:
+        where = f"{ranks} local processes (spawn), torch.distributed {opts['backend']}, DistributedDataParallel"
     return (f"{TASK} (engines.catalog.ttt_task) trained on {where}, {plan['threads_per_rank']} thread(s) per rank; "
             f"global batch {opts['global_batch']} ({opts['global_batch'] // ranks} per rank, each rank its own "
             f"shard of {opts['n_train']} training samples), SGD lr {opts['lr']:g} momentum 0.9, seed {opts['seed']}; "
@@ -117,6 +129,9 @@ def _result(opts: dict[str, Any], plan: dict[str, Any], params: dict[str, Any], 
     energy_j, energy_how, window = None, "", None
     if not reached:
         energy_how = "not available: the target was not reached, so there is no energy-to-train"
+    elif opts["placement"] == "ray":
+        energy_how = (f"not available: the ranks ran on the Ray nodes of {', '.join(sorted({o['host'] for o in outputs}))}"
+                      ", and the worker reads RAPL on its own machine only (their clocks are not its clock either)")
     else:
         energy_j, info = meter.energy_between(lead["t_start_mono"], lead["t_end_mono"])
         if energy_j is None:

@@ -76,10 +76,6 @@ def normalize(options: Mapping[str, Any] | None) -> dict[str, Any]:
     cluster = out["cluster"]
     if cluster is not None and (not isinstance(cluster, str) or not cluster.strip()):
         raise TimeToTrainError(f"--cluster {cluster!r} is not an address", "give the head's HOST:PORT, or auto")
-    if cluster is not None:  # refused here, before a worker starts, rather than after it has imported torch
-        raise TimeToTrainError("time-to-train across a Ray cluster is not available yet: the cluster rank launcher "
-                               "(engines.ddp.ray_launch) runs only the timed-step ranks of `run --ranks`",
-                               "run without --cluster (local ranks)")
     label = out["label"]
     if label is not None and not isinstance(label, str):
         raise TimeToTrainError(f"label {label!r} is not text", "give a short name for the run, or none")

@@ -26,7 +26,7 @@ from typing import Any
 MOMENTUM = 0.9
 DIE_ENV = "LABCONSOLE_TEST_DDP_DIE"  # test-only: "RANK:STEP" makes that rank exit(9) at that step
 
-__all__ = ["rank_main", "train"]
+__all__ = ["rank_main", "ray_rank", "train"]
 
 
 # ---- Public API
@@ -44,6 +44,12 @@ def rank_main(rank: int, plan: dict[str, Any], addr: str, port: int, conn: Any) 
             send(("error", rank, f"{type(exc).__name__}: {text}"))
         return
     send(("result", rank, out))
+
+
+def ray_rank(rank: int, plan: dict[str, Any], addr: str, port: int, send: Callable[[tuple], None]) -> dict[str, Any]:
+    """The Ray launcher's rank entry (engines.ddp.ray_launch.run_ranks' `target`): train, streaming progress
+    through `send`; returns the output and raises on failure (the launcher names the rank and its host)."""
+    return train(rank, plan, addr, port, report=lambda update: send(("progress", rank, update)))
 
 
 def train(rank: int, plan: dict[str, Any], addr: str, port: int,

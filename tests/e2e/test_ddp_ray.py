@@ -37,7 +37,6 @@ def document(capsys, argv):
     code = main(argv)
     return code, json.loads(capsys.readouterr().out)
 
-
 def test_two_ranks_placed_by_ray_run_on_two_nodes(lab, tmp_path, capsys):
     started = time.monotonic()
     code, r = document(capsys, ["run", *SHORT, "--ranks", "2", "--cluster", lab["address"],
@@ -58,6 +57,20 @@ def test_more_ranks_than_the_nodes_hold_fail_with_the_fix(lab, tmp_path, capsys)
     assert code == 1 and r["status"] == "failed"
     assert "could not place 3 ranks" in r["message"] and "ask for fewer --ranks" in r["message"], r["message"]
     assert time.monotonic() - started < 20 + 60  # the place time-out (half of --load-timeout) and start-up
+
+
+def test_time_to_train_ranks_placed_by_ray_reach_the_target_on_two_nodes(lab, tmp_path, capsys):
+    """The CLI's time-to-train with --cluster: the worker stays here, Ray places one rank a node, the run is stored;
+    energy is "not available" (RAPL is read on this machine only), never a number from the wrong machine."""
+    code, out = document(capsys, ["time-to-train", "--ranks", "2", "--cluster", lab["address"], "--runs", "1",
+                                   "--seed", "11", "--threads", "1", "--json", "--db", str(tmp_path / "h.db")])
+    run = out["runs"][0]
+    assert run["status"] == "completed", run
+    assert code == 1 and "drops the fastest" in out["score"]["why"]  # one run: stored, but MLPerf's score needs 3
+    result = run["result"]
+    assert result["placement"] == "ray" and result["reached"] and sorted(result["rank_hosts"]) == ["lab-a", "lab-b"]
+    assert result["energy_j"] is None and "Ray nodes of lab-a, lab-b" in result["energy_method"]
+    assert "Ray actor(s) placed by the cluster at" in result["method"]
 
 
 def test_a_node_lost_mid_run_fails_the_run_naming_the_rank_and_its_host(lab, tmp_path):

@@ -79,7 +79,6 @@ def test_options_fill_defaults_and_refuse_what_cannot_run_with_the_fix():
              ({"backend": "mpi"}, "unknown backend", "gloo"),
              ({"task_params": [1]}, "not a {name: value} mapping", "hidden"),
              ({"cluster": " "}, "not an address", "HOST:PORT"),
-             ({"cluster": "head:6379"}, "across a Ray cluster is not available yet", "without --cluster")]
     for given, problem, fix in cases:
         with pytest.raises(TimeToTrainError) as caught:
             normalize(given)
