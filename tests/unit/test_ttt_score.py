@@ -78,7 +78,7 @@ def test_options_fill_defaults_and_refuse_what_cannot_run_with_the_fix():
              ({"n_train": 64}, "smaller than one global batch", "n_train"),
              ({"backend": "mpi"}, "unknown backend", "gloo"),
              ({"task_params": [1]}, "not a {name: value} mapping", "hidden"),
-             ({"cluster": " "}, "not an address", "HOST:PORT"),
+             ({"cluster": " "}, "not an address", "HOST:PORT")]
     for given, problem, fix in cases:
         with pytest.raises(TimeToTrainError) as caught:
             normalize(given)
