@@ -33,7 +33,8 @@ import numpy as np
 
 from console.history import schema
 from console.history.errors import HistoryError, translate
-from console.history.store import HistoryStore, check_storable, json_copy, sample_row
+from console.history.store import HistoryStore
+from console.history.store_values import check_storable, json_copy, sample_row
 
 log = logging.getLogger(__name__)
 ErrorHandler = Callable[[HistoryError], None]
