@@ -1,16 +1,19 @@
-"""`labconsole history`: stored runs, newest first (reads only: the history is never written here)."""
+"""`labconsole history`: stored runs, newest first (reads only: the history is never written here).
+
+`history rm RUN…` and `history prune --older-than DAYS` delete runs: console.cli.history_delete."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from console.cli import history_delete
 from console.cli.arguments import DATE_FORMS, date_bound
 from console.cli.common import EXIT_FAILED, EXIT_OK, db_path, emit_json, error, fmt, wants_json
 from console.cli.numbers import whole
 
 NAME = "history"
-HELP = "list stored runs, newest first"
+HELP = "list stored runs, newest first; `history rm RUN…` and `history prune --older-than DAYS` delete runs"
 
 
 MAX_LIMIT = 1_000_000_000  # SQLite takes a 64-bit LIMIT; beyond a billion rows is a typo
@@ -28,9 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     validity = parser.add_mutually_exclusive_group()
     validity.add_argument("--valid", dest="valid", action="store_const", const=True, help="only valid runs")
     validity.add_argument("--invalid", dest="valid", action="store_const", const=False, help="only invalid runs")
+    history_delete.add_actions(parser)
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "history_action", None):
+        return history_delete.main(args)
     from console.history import HistoryError, damage, open_reader
 
     try:  # a history that does not exist is an error (exit 1), never created here: open_reader says the fix

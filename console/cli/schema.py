@@ -20,6 +20,7 @@ SCHEMAS: dict[str, str] = {
     "analyze": "labconsole.analyze/1",  # the run plus its profile, roofs and bottleneck verdict
     "sweep": "labconsole.sweep/1",  # the sweep and its points
     "history": "labconsole.history/1",  # {"runs": [...]}
+    "history.delete": "labconsole.history.delete/1",  # `history rm|prune`: action, dry_run, runs, deleted_rows …
     "compare": "labconsole.compare/1",  # ratio, interval, verdict, answer to --fail-on, differences
     "regressions": "labconsole.regressions/1",  # {"findings": [...], threshold, alpha}
     "baseline": "labconsole.baseline/1",  # one configuration's baseline (run_id null when none)

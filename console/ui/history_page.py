@@ -4,10 +4,11 @@ Double-clicking a run re-opens its summary and plots from the database; double-c
 show it on the Sweeps page, where its charts and knee live. The filters (model, engine, target, precision, dates,
 tag, valid) are a history query, remembered between sessions. Several runs selected → Compare (the Compare page);
 one run → Set as baseline (of its configuration), Re-run (its stored spec, through the window's start-run path,
-refused while something measures), Tags and note.
+refused while something measures), Tags and note; any number → Delete (asks first, naming how many; a run a
+console is recording is refused with the fix).
 
 Shortcuts work while the page has the focus: Ctrl+Shift+C compare, Ctrl+B baseline, Ctrl+E re-run, Ctrl+T tags
-and note, F2 edits the Tags or Note cell in place, Enter opens the run.
+and note, F2 edits the Tags or Note cell in place, Enter opens the run, Delete deletes the selected runs.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from widgets.tags_dialog import TagsNoteDialog
 SWEEPS_LISTED = 200
 MAX_COMPARED = 10  # one colour each (the theme's palette), and a legend that still reads
 SHORTCUTS = {"compare": "Ctrl+Shift+C", "baseline": "Ctrl+B", "rerun": "Ctrl+E", "tags": "Ctrl+T",
-             "report": "Ctrl+Shift+P"}
+             "report": "Ctrl+Shift+P", "delete": "Delete"}
 
 
 def store_filters(values: dict[str, Any]) -> dict[str, Any]:
@@ -45,6 +46,20 @@ def store_filters(values: dict[str, Any]) -> dict[str, Any]:
     if values.get("until"):  # the store's `until` is exclusive: the day after, at midnight
         query["until"] = _utc_midnight(date.fromisoformat(values["until"]) + timedelta(days=1))
     return {name: value for name, value in query.items() if value is not None}
+
+
+def confirm_delete(parent: QtWidgets.QWidget, count: int) -> bool:
+    """Ask before runs are deleted (there is no undo), naming how many; No is the default answer."""
+    runs = f"{count} run" + ("" if count == 1 else "s")
+    box = QtWidgets.QMessageBox(
+        QtWidgets.QMessageBox.Icon.Warning, "Delete runs",
+        f"Delete {runs} from the history? Their latencies, telemetry, profiles, tags and notes go with them, and "
+        "so does a baseline that is one of them. This cannot be undone.",
+        QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No, parent)
+    box.setObjectName("history_delete_confirm")
+    box.setDefaultButton(QtWidgets.QMessageBox.StandardButton.No)
+    box.button(QtWidgets.QMessageBox.StandardButton.Yes).setText(f"Delete {runs}")
+    return box.exec() == QtWidgets.QMessageBox.StandardButton.Yes
 
 
 def _utc_midnight(day: date) -> str:
@@ -61,6 +76,7 @@ class HistoryPage(QtWidgets.QWidget):
     sig_rerun_requested = QtCore.Signal(dict)  # a stored run's spec: the window starts it like the Run page does
     sig_report_requested = QtCore.Signal(list)  # run ids, in the table's order: the window writes their report
     sig_run_opened = QtCore.Signal(object)  # the run just opened, the page's own dict: the Confirm action updates it
+    sig_runs_deleted = QtCore.Signal(list)  # run ids just deleted from the history: pages showing them can let go
 
     # ---- Public API
     def __init__(self, store: HistoryStore | None, parent: QtWidgets.QWidget | None = None):
@@ -257,6 +273,32 @@ class HistoryPage(QtWidgets.QWidget):
             return False
         return self.set_tags(run_id, dialog.tags()) and self.set_note(run_id, dialog.note())
 
+    def delete_selected(self) -> list[str]:
+        """Delete the selected runs, and everything stored with them, once confirmed; returns the ids deleted.
+        A refusal (a run a console is recording) is explained and deletes nothing."""
+        selected = self.table.selected_run_ids()
+        if not selected or self._store is None:
+            self._say("Select the runs to delete.")
+            return []
+        if not confirm_delete(self, len(selected)):
+            return []
+        try:
+            self._store.delete_runs(selected)
+        except HistoryError as exc:
+            self._refuse("Cannot delete", str(exc))
+            return []
+        for run_id in selected:
+            self._damaged.pop(run_id, None)
+        if self.opened_run_id in selected:  # its summary and plots no longer have a run behind them
+            self.opened_run_id, self._opened_run = None, None
+            self.summary.clear()
+            self.plots.clear()
+            self.confirm_panel.hide()
+        self.reload()
+        self._say(f"Deleted {len(selected)} run{'' if len(selected) == 1 else 's'}.")
+        self.sig_runs_deleted.emit(selected)
+        return selected
+
     def set_tags(self, run_id: str, tags: list[str]) -> bool:
         return self._write(lambda: self._store.set_tags(run_id, tags), f"tags of run {run_id[:8]} saved")
 
@@ -292,7 +334,29 @@ class HistoryPage(QtWidgets.QWidget):
             row.addWidget(button)
         self.table.view.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.ActionsContextMenu)
         row.addWidget(self.message, 1)
+        row.addWidget(self._delete_button())  # the one action that destroys: at the far end, apart from the rest
         return row
+
+    def _delete_button(self) -> QtWidgets.QToolButton:
+        """Delete (the Delete key, the context menu, a button): kept out of actions_, which lists the actions that
+        read or annotate runs."""
+        action = QtGui.QAction("Delete…", self)
+        action.setShortcut(QtGui.QKeySequence(SHORTCUTS["delete"]))
+        action.setShortcutContext(QtCore.Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        action.setToolTip(f"Delete the selected runs and everything stored with them; asks first "
+                          f"({SHORTCUTS['delete']})")
+        action.triggered.connect(self.delete_selected)
+        self.addAction(action)
+        separator = QtGui.QAction(self)
+        separator.setSeparator(True)
+        self.table.view.addAction(separator)
+        self.table.view.addAction(action)
+        self.delete_action = action
+        button = QtWidgets.QToolButton()
+        button.setObjectName("history_delete")
+        button.setDefaultAction(action)
+        button.setToolButtonStyle(QtCore.Qt.ToolButtonStyle.ToolButtonTextOnly)
+        return button
 
     def _update_actions(self) -> None:
         count = len(self.table.selected_run_ids())
@@ -300,6 +364,7 @@ class HistoryPage(QtWidgets.QWidget):
         self.actions_["report"].setEnabled(count >= 1)
         for key in ("baseline", "rerun", "tags"):
             self.actions_[key].setEnabled(count == 1 and self._store is not None)
+        self.delete_action.setEnabled(count >= 1 and self._store is not None)
 
     def _selection_changed(self, run_ids: list[str]) -> None:
         self._update_actions()
