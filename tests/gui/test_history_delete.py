@@ -69,7 +69,7 @@ def test_delete_asks_with_the_count_then_the_rows_go_and_the_others_stay(page, h
     path, ids = history
     page.table.select_run_ids(ids[:2])
     assert page.delete_action.isEnabled()
-    assert page.delete_selected() == ids[:2]
+    assert sorted(page.delete_selected()) == sorted(ids[:2])
     assert asked.counts == [2]
     assert shown_ids(page) == set(ids[2:])
     assert stored_ids(path) == set(ids[2:])
