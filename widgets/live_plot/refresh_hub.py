@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import TYPE_CHECKING
+from typing import ClassVar, Protocol
 
 from PySide6 import QtCore
 
 from widgets.live_plot.paint_rates import REFRESH_INTERVAL_MS, PaintRates, state
 
-if TYPE_CHECKING:
-    from widgets.live_plot.time_plot import TimePlot
+
+class _Plot(Protocol):
+    """What the hub needs of a live plot (widgets.live_plot.time_plot.TimePlot), named here so the hub, which the
+    plots import, does not import them back."""
+
+    PAINT_KIND: ClassVar[str]  # "latency" or "telemetry": which quiet rate it redraws at
+
+    def _refresh_if_due(self) -> None: ...
+
+    def _catch_up(self) -> None: ...
 
 
 class RefreshHub(QtCore.QObject):
@@ -30,13 +38,13 @@ class RefreshHub(QtCore.QObject):
 
     def __init__(self, parent: QtCore.QObject | None):
         super().__init__(parent)
-        self._plots: weakref.WeakKeyDictionary[TimePlot, None] = weakref.WeakKeyDictionary()
+        self._plots: weakref.WeakKeyDictionary[_Plot, None] = weakref.WeakKeyDictionary()
         self._ticks = 0
         self._timer = QtCore.QTimer(self)
         self._timer.setInterval(state.quiet.latency_ms if state.quiet is not None else REFRESH_INTERVAL_MS)
         self._timer.timeout.connect(self._tick)
 
-    def register(self, plot: TimePlot) -> None:
+    def register(self, plot: _Plot) -> None:
         self._plots[plot] = None
         if not self._timer.isActive():
             self._timer.start()

@@ -17,6 +17,7 @@ from widgets.live_plot.paint_rates import state
 from widgets.live_plot.peak_feed import PeakFeed
 from widgets.live_plot.refresh_hub import refresh_hub
 from widgets.live_plot.time_anchor import TimeAnchor
+from widgets.plot_style import style_plot
 
 # A missing sensor is a short label in the plot ("power: not available"); the reason, often a paragraph with
 # the fix, is its tooltip. Longer than this, the label would wrap into the paragraph it replaces.
@@ -61,7 +62,7 @@ class TimePlot(QtWidgets.QWidget):
 
         self._plot_widget = pg.PlotWidget(background=theme.BACKGROUND)
         self._plot: pg.PlotItem = self._plot_widget.getPlotItem()
-        theme.style_plot(self._plot, x_label="time (s)", y_label=y_axis_label)
+        style_plot(self._plot, x_label="time (s)", y_label=y_axis_label)
         self._plot.showGrid(x=False, y=False)  # drawn behind the data instead, opaque: see grid_behind.GridBehind
         for name in ("left", "bottom"):  # labels carry their unit in words: no SI prefix to re-typeset (setHtml)
             self._plot.getAxis(name).enableAutoSIPrefix(False)  # with every range change, ~1 ms an axis
