@@ -11,6 +11,8 @@ from widgets import theme
 
 @dataclass
 class Band:
+    """One shaded span of a plot, and the region item that draws it."""
+
     t0: float
     t1: float | None  # None: still open, follows the newest data
     label: str
