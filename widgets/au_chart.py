@@ -20,6 +20,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from widgets import theme
+from widgets.plot_style import style_plot
 
 STAR_COLOR = "#f2b400"
 
@@ -34,7 +35,7 @@ class AuChart(QtWidgets.QWidget):
         self.title.setFont(theme.font(theme.TITLE_PT, bold=True))
         self.plot = pg.PlotWidget(background=theme.BACKGROUND)
         self.plot.setMinimumHeight(170)
-        theme.style_plot(self.plot.getPlotItem(), "emulated accelerators", "AU (%)")
+        style_plot(self.plot.getPlotItem(), "emulated accelerators", "AU (%)")
         self.note = theme.caption_label()
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

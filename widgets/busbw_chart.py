@@ -18,6 +18,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from widgets import chart_export, theme
+from widgets.plot_style import style_plot
 
 X_LABEL = "message size (log2 axis)"
 Y_LABEL = "bus bandwidth (GB/s)"
@@ -72,7 +73,7 @@ class BusbwChart(QtWidgets.QWidget):
         super().__init__(parent)
         self.plot_widget = pg.PlotWidget(background=theme.BACKGROUND, axisItems={"bottom": Log2SizeAxis("bottom")})
         self.plot = self.plot_widget.getPlotItem()
-        theme.style_plot(self.plot, X_LABEL, Y_LABEL)
+        style_plot(self.plot, X_LABEL, Y_LABEL)
         self.plot.setMenuEnabled(False)
         self.legend = self.plot.addLegend(offset=(10, 10), labelTextColor=theme.FOREGROUND,
                                           labelTextSize=f"{theme.BASE_PT}pt")

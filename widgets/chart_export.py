@@ -1,6 +1,6 @@
 """Export a chart as PNG or SVG: ``export_chart(plot, path)``, and "Export PNG…" / "Export SVG…" on its menu.
 
-Every chart is styled by ``theme.style_plot``, which calls :func:`install`, so each one gets the two menu entries
+Every chart is styled by ``plot_style.style_plot``, which calls :func:`install`, so each one gets the two menu entries
 without code of its own. A chart's title and legend are QLabels above the plot (they read well from a distance
 and never hide data), so a plain pyqtgraph export would lose them; a chart names its title with
 :func:`set_title`, and for the moment of the export the title and a legend of the plot's named curves are put

@@ -26,6 +26,7 @@ from PySide6 import QtCore, QtWidgets
 
 from widgets import chart_export, theme
 from widgets.formatting import format_number
+from widgets.plot_style import style_plot
 
 CDF_POINTS = 2000
 BOX_PERCENTILES = (5, 25, 50, 75, 95)
@@ -237,10 +238,10 @@ class CompareCharts(QtWidgets.QWidget):
         plot.clear()
         metric = self.metric_box.currentData()
         if not metric:
-            theme.style_plot(plot, TIME_LABEL, "no metric shared by every run")
+            style_plot(plot, TIME_LABEL, "no metric shared by every run")
             return
         unit = self._units.get(metric, "")
-        theme.style_plot(plot, TIME_LABEL, f"{metric} ({unit})" if unit else metric)
+        style_plot(plot, TIME_LABEL, f"{metric} ({unit})" if unit else metric)
         for index, (t, values) in enumerate(self._series.get(metric, [])):
             name = self._run_name(self._runs[index]) if index < len(self._runs) else None
             plot.plot(np.asarray(t, dtype=np.float64), np.asarray(values, dtype=np.float64),
@@ -274,7 +275,7 @@ class CompareCharts(QtWidgets.QWidget):
     @staticmethod
     def _make_plot(x_label: str, y_label: str) -> pg.PlotWidget:
         widget = pg.PlotWidget(background=theme.BACKGROUND)
-        theme.style_plot(widget.getPlotItem(), x_label, y_label)
+        style_plot(widget.getPlotItem(), x_label, y_label)
         widget.getPlotItem().getAxis("left").setWidth(64)
         widget.setMinimumSize(260, 190)
         return widget

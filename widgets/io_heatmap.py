@@ -23,6 +23,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from widgets import theme
+from widgets.plot_style import style_plot
 
 KNEE_COLOR = "#f2b400"
 COLORMAP = "viridis"
@@ -46,7 +47,7 @@ class IoHeatmap(QtWidgets.QWidget):
         top.addWidget(self.choice)
         self.plot = pg.PlotWidget(background=theme.BACKGROUND)
         self.plot.setMinimumHeight(170)
-        theme.style_plot(self.plot.getPlotItem(), "queue depth (requests in flight)", "block size")
+        style_plot(self.plot.getPlotItem(), "queue depth (requests in flight)", "block size")
         self.plot.getPlotItem().showGrid(x=False, y=False)
         self.plot.setMouseEnabled(x=False, y=False)
         self.note = theme.caption_label()

@@ -26,6 +26,7 @@ from PySide6 import QtCore, QtWidgets
 
 from widgets import chart_export, theme
 from widgets.formatting import format_number
+from widgets.plot_style import style_plot
 
 X_LABEL = "arithmetic intensity (FLOP/byte)"
 Y_LABEL = "performance (FLOP/s)"
@@ -48,7 +49,7 @@ class RooflineChart(QtWidgets.QWidget):
         self.legend.setTextFormat(QtCore.Qt.TextFormat.RichText)
         self.legend.setWordWrap(True)
         self.plot = pg.PlotWidget(background=theme.BACKGROUND)
-        theme.style_plot(self.plot.getPlotItem(), X_LABEL, Y_LABEL)
+        style_plot(self.plot.getPlotItem(), X_LABEL, Y_LABEL)
         chart_export.set_title(self.plot, self.title)
         self.plot.getPlotItem().setLogMode(x=True, y=True)
         self.hover = QtWidgets.QLabel("")  # the hovered op, in words

@@ -17,6 +17,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from widgets import chart_export, theme
+from widgets.plot_style import style_plot
 
 X_LABEL = "ranks (log2 axis)"
 Y_LABEL = "scaling efficiency E(N)"
@@ -56,7 +57,7 @@ class ScalingCurve(QtWidgets.QWidget):
         self.axis = RanksAxis("bottom")
         self.plot_widget = pg.PlotWidget(background=theme.BACKGROUND, axisItems={"bottom": self.axis})
         self.plot = self.plot_widget.getPlotItem()
-        theme.style_plot(self.plot, X_LABEL, Y_LABEL)
+        style_plot(self.plot, X_LABEL, Y_LABEL)
         self.plot.setMenuEnabled(False)
         self.legend = self.plot.addLegend(offset=(-10, -10), labelTextColor=theme.FOREGROUND,
                                           labelTextSize=f"{theme.BASE_PT}pt")

@@ -18,6 +18,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from widgets import chart_export, theme
+from widgets.plot_style import style_plot
 
 Y_LABEL = "step time (ms)"
 MEASURED = "measured"
@@ -98,7 +99,7 @@ class ScalingWaterfall(QtWidgets.QWidget):
         self.axis = NamesAxis("bottom")
         self.plot_widget = pg.PlotWidget(background=theme.BACKGROUND, axisItems={"bottom": self.axis})
         self.plot = self.plot_widget.getPlotItem()
-        theme.style_plot(self.plot, "", Y_LABEL)
+        style_plot(self.plot, "", Y_LABEL)
         self.plot.setMenuEnabled(False)
         self.plot.showGrid(x=False, y=True, alpha=0.15)
         self.plot.setMouseEnabled(x=False, y=False)

@@ -23,6 +23,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from widgets import theme
+from widgets.plot_style import style_plot
 
 
 class StackedStages(QtWidgets.QWidget):
@@ -39,7 +40,7 @@ class StackedStages(QtWidgets.QWidget):
         self.legend.setFont(theme.font(theme.BASE_PT))
         self.plot = pg.PlotWidget(background=theme.BACKGROUND)
         self.plot.setMinimumHeight(170)
-        theme.style_plot(self.plot.getPlotItem(), "", "seconds")
+        style_plot(self.plot.getPlotItem(), "", "seconds")
         self.plot.setMouseEnabled(x=False, y=False)
         self.note = theme.caption_label()
         layout = QtWidgets.QVBoxLayout(self)

@@ -26,6 +26,7 @@ from PySide6 import QtCore, QtWidgets
 
 from widgets import chart_export, theme
 from widgets.formatting import format_number
+from widgets.plot_style import style_plot
 
 KNEE_COLOR = "#f2b400"
 KNEE_EDGE = "#222222"
@@ -84,7 +85,7 @@ class SweepChart(QtWidgets.QWidget):
         self._data = dict(data)
         x_label = data.get("x_label") or "batch size (samples)"
         self._titles[1].setText(f"Throughput vs {data.get('x_axis') or 'batch'}".replace("qps", "request rate"))
-        theme.style_plot(self.throughput_plot.getPlotItem(), x_label, THROUGHPUT_LABEL)
+        style_plot(self.throughput_plot.getPlotItem(), x_label, THROUGHPUT_LABEL)
         xs = [p["x"] for s in data.get("series", []) for p in s["points"] if _finite(p.get("x"))]
         log_x = bool(xs) and min(xs) > 0 and max(xs) / min(xs) >= _LOG_SPAN
         self.throughput_plot.getPlotItem().setLogMode(x=log_x, y=False)
@@ -173,7 +174,7 @@ class SweepChart(QtWidgets.QWidget):
     # ---- Private API
     def _make_plot(self, x_label: str, y_label: str) -> pg.PlotWidget:
         widget = pg.PlotWidget(background=theme.BACKGROUND)
-        theme.style_plot(widget.getPlotItem(), x_label, y_label)
+        style_plot(widget.getPlotItem(), x_label, y_label)
         widget.getPlotItem().getViewBox().setDefaultPadding(0.08)  # room for the knee star at a chart's edge
         widget.setMinimumSize(260, 220)
         return widget

@@ -1,4 +1,5 @@
-"""Colours, fonts and plot styling shared by every widget, in a light and a dark scheme.
+"""Colours and fonts shared by every widget, in a light and a dark scheme (charts are styled from them by
+widgets.plot_style).
 
 The console is also shown on a big screen to people who did not set up the run, so every view uses the same
 background, text colour, large type, and one colour per meaning (run status, series). The scheme follows the
@@ -12,12 +13,9 @@ Only PySide6's QtGui is imported here, so the light shell can pick its scheme be
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6 import QtGui, QtWidgets
-
-if TYPE_CHECKING:
-    import pyqtgraph as pg
 
 
 @dataclass(frozen=True)
@@ -182,29 +180,3 @@ def tint(color: str, strength: float, base: str | None = None) -> QtGui.QColor:
     mix = [round(b + (t - b) * strength) for b, t in zip(bottom.getRgb()[:3], top.getRgb()[:3], strict=True)]
     return QtGui.QColor(*mix)
 
-
-def style_plot(plot: pg.PlotItem, x_label: str, y_label: str) -> None:
-    """Axis pens, large tick and label fonts, a faint grid, the export entries; labels carry their unit.
-
-    pyqtgraph's automatic SI prefixes are off for good: "latency (ms)" must never turn into "latency (kms)", and
-    pyqtgraph 0.14 recomputes the prefix whenever a label is set even with auto-prefix disabled (an axis spanning
-    0.4–0.8 would tick 400–800), so the ranges where it may apply are emptied too.
-    """
-    import pyqtgraph as pg  # here, not at the top: the shell picks its scheme before pyqtgraph is loaded
-
-    foreground = _current.foreground
-    tick_font = font(BASE_PT)
-    for name, text in (("bottom", x_label), ("left", y_label)):
-        axis = plot.getAxis(name)
-        axis.enableAutoSIPrefix(False)
-        axis.setPen(pg.mkPen(foreground))
-        axis.setTextPen(pg.mkPen(foreground))
-        axis.setStyle(tickFont=tick_font, tickTextOffset=6)
-        axis.setLabel(text, **{"color": foreground, "font-size": f"{AXIS_LABEL_PT}pt"})
-        axis.setSIPrefixEnableRanges(((0.0, 0.0),))
-        axis.updateAutoSIPrefix()
-    plot.showGrid(x=True, y=True, alpha=0.15)
-    plot.hideButtons()
-    from widgets import chart_export  # every chart is styled here, so every chart gets "Export PNG/SVG…"
-
-    chart_export.install(plot)

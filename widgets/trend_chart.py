@@ -22,6 +22,7 @@ from PySide6 import QtCore, QtWidgets
 
 from widgets import chart_export, theme
 from widgets.formatting import format_number
+from widgets.plot_style import style_plot
 
 BASELINE_COLOR = "#f2b400"
 Y_LABEL = "median (ms)"  # of each run's latencies; short, so a low chart still shows it whole
@@ -38,7 +39,7 @@ class TrendChart(QtWidgets.QWidget):
         self.title.setFont(theme.font(theme.BASE_PT, bold=True))
         self.title.setWordWrap(True)
         self.plot = pg.PlotWidget(background=theme.BACKGROUND, axisItems={"bottom": pg.DateAxisItem()})
-        theme.style_plot(self.plot.getPlotItem(), X_LABEL, Y_LABEL)
+        style_plot(self.plot.getPlotItem(), X_LABEL, Y_LABEL)
         chart_export.set_title(self.plot, lambda: f"Median latency over time — {self.title.text()}"
                                if self.title.text() else "Median latency over time")
         self.plot.getPlotItem().getAxis("left").setWidth(64)

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from .methods import METHODS, Method
 
 if TYPE_CHECKING:
     from .metadata import MetricSpec
@@ -29,9 +31,6 @@ if TYPE_CHECKING:
 # method: "measured" (read from a counter or gauge), "integrated" (derived from measured samples over
 # time), "estimated" (a model, e.g. TDP x utilisation) -- an estimate is never shown as a measurement.
 Sample = tuple[int, str, str, float, str, str]
-
-Method = Literal["measured", "integrated", "estimated"]
-METHODS: tuple[str, ...] = ("measured", "integrated", "estimated")
 
 
 @dataclass(frozen=True)

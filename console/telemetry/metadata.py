@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .base import METHODS
+from .methods import METHODS
 
 
 @dataclass(frozen=True)
