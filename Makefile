@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# CPU build pinned for dev/CI machines (a plain `torch` would pull a multi-GB CUDA build).
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	# ONNX Runtime is an extra (README "Install on a GPU lab machine"): dev and CI machines take the CPU build.
+	$(BIN)/python -m pip install -q -e '.[dev,cpu]'
 	# the cluster extra (Ray), so tests/e2e/test_cluster.py runs in CI instead of skipping
 	$(BIN)/python -m pip install -q -e '.[cluster]'
 	touch $(STAMP)
@@ -87,7 +88,7 @@ $(PACKAGE_STAMP): $(STAMP) pyproject.toml
 package-check: $(PACKAGE_STAMP)
 	$(BIN)/python packaging/build.py check
 
-$(BUNDLE_DONE): $(PACKAGE_STAMP) pyproject.toml $(APP_SOURCES) $(PACKAGING_SOURCES)
+$(BUNDLE_DONE): $(PACKAGE_STAMP) pyproject.toml LICENSE $(APP_SOURCES) $(PACKAGING_SOURCES)
 	$(BIN)/python packaging/build.py bundle
 
 $(TARBALL): $(BUNDLE_DONE)

@@ -189,8 +189,9 @@ def _ort_state() -> dict[str, Any]:
     try:
         import onnxruntime
     except Exception as exc:  # noqa: BLE001
-        return {"available": False, "reason": f"ONNX Runtime failed to import: {exc} (pip install onnxruntime)",
-                "providers": []}
+        return {"available": False, "reason": f"ONNX Runtime failed to import: {exc} (pip install 'lab-console[cpu]', "
+                                              "or 'lab-console[gpu]' on a CUDA machine; `labconsole doctor` names "
+                                              "the builds installed)", "providers": []}
     return {"available": True, "reason": "", "version": str(onnxruntime.__version__),
             "providers": [str(p) for p in onnxruntime.get_available_providers()]}
 

@@ -109,6 +109,7 @@ def bundle() -> None:
           "--workpath", str(WORK), str(SPEC)], cwd=ROOT)
     os.replace(staging / cfg.APP_NAME, PARTIAL)
     staging.rmdir()
+    shutil.copy2(ROOT / "LICENSE", PARTIAL / "LICENSE")  # beside the executable: the tarball and /opt/labconsole
     internal = PARTIAL / "_internal"
     _require_libraries([p for p in internal.rglob("*") if _is_elf(p)], "the bundle", bundle_dir=PARTIAL)
     done = subprocess.run([str(PARTIAL / cfg.APP_NAME), "--version"], capture_output=True, text=True, timeout=120,
@@ -160,7 +161,8 @@ def deb() -> Path:
     docs = DEB_ROOT / f"usr/share/doc/{DEB_NAME}"
     docs.mkdir(parents=True)
     (docs / "copyright").write_text("Lab Console\nLicense: Apache-2.0\n"
-                                    "The bundled third-party components keep their own licenses (see /opt/labconsole).\n")
+                                    "The bundled third-party components keep their own licenses (see /opt/labconsole).\n\n"
+                                    + (ROOT / "LICENSE").read_text(encoding="utf-8"))
     control = DEB_ROOT / "DEBIAN"
     control.mkdir()
     depends = _deb_depends(BUNDLE)

@@ -5,6 +5,7 @@
 
 For the bundle: a copy (or the unpacked .tar.gz) in a fresh temporary folder, run with PYTHONPATH, PYTHONHOME, QT_PLUGIN_PATH,
 LD_LIBRARY_PATH and the virtual environment cleared, HOME a temporary folder, QT_QPA_PLATFORM=offscreen:
+  - the Apache-2.0 LICENSE lies beside the executable (and, for the .deb, in /usr/share/doc/lab-console/copyright);
   - `labconsole --version` names the bundle's build date and the engine versions;
   - `labconsole targets --json --refresh` gets its answer from a spawned (ProcessPoolExecutor) worker;
   - `labconsole self-test --out DIR` passes: ok and frozen true, one completed run on every engine the bundle
@@ -143,6 +144,9 @@ def smoke_deb(checks: Checks, deb: Path, work: Path) -> None:
         icon = Path("/usr/share/icons/hicolor/scalable/apps/labconsole.svg")
         checks.check("deb: desktop entry and icon", desktop.is_file() and icon.is_file()
                      and "Exec=labconsole" in desktop.read_text())
+        copyright_file = Path(f"/usr/share/doc/{DEB_PACKAGE}/copyright")
+        checks.check("deb: copyright file carries the Apache-2.0 text", _is_license(copyright_file),
+                     str(copyright_file))
         run_app_checks(checks, "deb", LAUNCHER, INSTALL_DIR, _build_info(INSTALL_DIR), work)
     finally:
         done = subprocess.run(["apt-get", "remove", "-y", DEB_PACKAGE], env=env, capture_output=True, text=True)
@@ -162,6 +166,8 @@ def run_app_checks(checks: Checks, label: str, exe: Path, bundle_dir: Path, info
     home.mkdir(parents=True, exist_ok=True)
     env = clean_env(home)
     real_exe = (bundle_dir / APP).resolve()
+    checks.check(f"{label}: LICENSE (the Apache-2.0 text) beside the executable", _is_license(bundle_dir / "LICENSE"),
+                 str(bundle_dir / "LICENSE"))
 
     done = subprocess.run([str(exe), "--version"], capture_output=True, text=True, env=env, cwd=work, timeout=120)
     versions = info.get("versions", {})
@@ -354,6 +360,15 @@ def _build_info(bundle: Path) -> dict:
         return json.loads((bundle / "_internal" / BUILD_INFO).read_text())
     except (OSError, ValueError):
         return {}
+
+
+def _is_license(path: Path) -> bool:
+    """The whole Apache-2.0 text is there (its title and its last line), not a one-line mention."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return "Apache License" in text and "Version 2.0, January 2004" in text and "END OF TERMS AND CONDITIONS" in text
 
 
 def _installed() -> bool:

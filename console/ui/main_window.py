@@ -354,16 +354,14 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         except HistoryError:
             return None
 
-    def report_runs(self, run_ids: list[str], sweep_id: str | None = None) -> dict | None:
-        """Ask where, then write the report of these runs (or of a sweep); the status bar says what it found."""
+    def report_runs(self, run_ids: list[str], sweep_id: str | None = None):
+        """Ask where, then write the report of these runs (or of a sweep) on a worker thread: the status bar shows
+        its progress, then what it found. Returns the ReportJob (None when cancelled)."""
         from console.ui.report_dialog import ask_and_write
 
-        written = ask_and_write(self, self.db_path, run_ids, sweep_id)
-        if written:
-            self.status.showMessage(f"Report written to {written['out']}: {written['finding']}")
-        return written
+        return ask_and_write(self, self.db_path, run_ids, sweep_id, status_bar=self.status)
 
-    def report(self) -> dict | None:
+    def report(self):
         """File ▸ Report…: the sweep shown on the Sweeps page when it is open, else the History page's selection,
         else the run last shown there."""
         if self.history_page is None:

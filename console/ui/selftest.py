@@ -27,6 +27,7 @@ def self_test(out_dir: str | os.PathLike, db: str | None = None) -> int:
     db_path = Path(db) if db else out / "selftest-history.db"
     result: dict[str, Any] = {"ok": False, "version": __version__, "frozen": bool(getattr(sys, "frozen", False)),
                               "python": sys.version.split()[0], "db": str(db_path), "engines": {}, "errors": []}
+    _builds(result)
     try:
         _check(result, out, db_path)
     except Exception as exc:  # noqa: BLE001 — the report must be written whatever broke
@@ -36,9 +37,28 @@ def self_test(out_dir: str | os.PathLike, db: str | None = None) -> int:
                     and bool(result["engines"]) and all(e["ok"] for e in result["engines"].values())
                     and bool(result.get("screenshot")))
     (out / "result.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps({k: result[k] for k in ("ok", "frozen", "engines", "gui_heavy_imports", "db_integrity",
-                                               "screenshot", "errors") if k in result}, indent=2))
+    print(json.dumps({k: result[k] for k in ("ok", "frozen", "builds", "build_warnings", "engines",
+                                               "gui_heavy_imports", "db_integrity", "screenshot", "errors")
+                      if k in result}, indent=2))
     return 0 if result["ok"] else 1
+
+
+def _builds(result: dict[str, Any]) -> None:
+    """Which torch and ONNX Runtime builds answer here (package metadata, nothing imported): in result.json, and
+    each warning (two ONNX Runtime builds shadowing each other …) with its fix. Information: `ok` does not use it."""
+    from engines import installed_builds
+
+    try:
+        found = installed_builds.report()
+    except Exception as exc:  # noqa: BLE001 — the builds are information; the checks below still run
+        result["builds"] = f"not available ({type(exc).__name__}: {exc})"
+        return
+    result["install"] = found
+    result["builds"] = installed_builds.summary_line(found)
+    warnings = [f"{c['label']}: {c['reading']}" + (f" Fix: {c['fix']}" if c.get("fix") else "")
+                for c in found["checks"] if c["status"] != "ok"]
+    if warnings:
+        result["build_warnings"] = warnings
 
 
 def _check(result: dict[str, Any], out: Path, db_path: Path) -> None:

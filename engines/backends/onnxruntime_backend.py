@@ -55,8 +55,11 @@ PROVIDER_DEVICE = {"CPUExecutionProvider": "cpu", "DnnlExecutionProvider": "cpu"
                    "MIGraphXExecutionProvider": "cuda", "CoreMLExecutionProvider": "mps"}
 NATURAL_PROVIDER = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "mps": "CoreMLExecutionProvider"}
 INSTALL_HINTS = {
-    "CUDAExecutionProvider": "pip install onnxruntime-gpu (in place of onnxruntime), with a matching CUDA and cuDNN",
-    "TensorrtExecutionProvider": "pip install onnxruntime-gpu and install TensorRT",
+    # The two builds share one package folder: the CPU one goes first, or it shadows the GPU one (`labconsole doctor`).
+    "CUDAExecutionProvider": "pip uninstall -y onnxruntime, then pip install onnxruntime-gpu (the lab-console[gpu] "
+                             "extra), with a matching CUDA and cuDNN",
+    "TensorrtExecutionProvider": "pip uninstall -y onnxruntime, then pip install onnxruntime-gpu (the "
+                                 "lab-console[gpu] extra) and install TensorRT",
     "ROCMExecutionProvider": "install the ROCm build of onnxruntime (onnxruntime-rocm)",
     "MIGraphXExecutionProvider": "install the ROCm/MIGraphX build of onnxruntime",
     "OpenVINOExecutionProvider": "pip install onnxruntime-openvino (in place of onnxruntime)",

@@ -40,4 +40,6 @@ class OrtOptions:
 INFO = BackendInfo(
     name="onnxruntime", label="ONNX Runtime", module="engines.backends.onnxruntime_backend", options=OrtOptions,
     precisions={"cpu": ("fp32", "int8"), "cuda": ("fp32", "fp16", "int8"), "mps": ("fp32",)},
-    file_types=(".onnx",), distributions=("onnxruntime", "onnxruntime-gpu"), install="pip install onnxruntime")
+    file_types=(".onnx",), distributions=("onnxruntime", "onnxruntime-gpu"),
+    install="pip install 'lab-console[cpu]' (onnxruntime), or 'lab-console[gpu]' on a CUDA machine (onnxruntime-gpu); "
+            "never both")

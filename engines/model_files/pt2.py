@@ -72,9 +72,9 @@ def check_pt2_archive(path: Path) -> None:
                                       "does not load. Fix: save the exported program alone with torch.export.save")
             for member, name in members.items():
                 if member.startswith(("data/weights/", "data/constants/")) and member.endswith(".pt"):
-                    raise UnsafeModelFile(f"{path} stores its weights as a pickle ({member}, the pre-2.8 .pt2 "
-                                          f"layout); refused because a pickle can run code. Fix: re-save it with "
-                                          f"torch.export.save from a current torch")
+                    raise UnsafeModelFile(f"{path} stores its weights as a pickle ({member}, the .pt2 layout of "
+                                          f"torch before 2.9); refused because a pickle can run code. Fix: re-save "
+                                          f"it with torch.export.save from torch 2.9 or later")
                 if member.endswith("_config.json") and member.startswith("data/"):
                     config = json.loads(archive.read(name) or b"{}")
                     for key, payload in (config.get("config") or {}).items():
@@ -103,7 +103,9 @@ def no_unpickling(torch) -> Iterator[None]:
     from torch.export.pt2_archive import _package
 
     original_load = torch.load
-    original_pickle = _package.pickle
+    # torch 2.13's loader unpickles opaque constants with its module's `pickle`; 2.9-2.12 import no pickle
+    # there (every pickled payload goes through torch.load, held above), so there is nothing more to hold.
+    original_pickle = getattr(_package, "pickle", None)
 
     def safe_load(f, *args, weights_only=None, **kwargs):
         if weights_only is False:
@@ -122,12 +124,14 @@ def no_unpickling(torch) -> Iterator[None]:
             return getattr(pickle, name)
 
     torch.load = safe_load
-    _package.pickle = _RefusingPickle()
+    if original_pickle is not None:
+        _package.pickle = _RefusingPickle()
     try:
         yield
     finally:
         torch.load = original_load
-        _package.pickle = original_pickle
+        if original_pickle is not None:
+            _package.pickle = original_pickle
 
 
 def pt2_signature(program) -> dict[str, Any]:
