@@ -127,3 +127,22 @@ def test_the_op_table_uses_the_card_of_the_record_and_none_for_a_node():
 @pytest.mark.parametrize("status", ["failed", "cancelled"])
 def test_a_run_that_did_not_complete_has_no_analysis_verdict(status):
     assert finished_run.analysis_verdict({"status": status, "ops": [{"op": "x"}]}, CARD) is None
+
+
+def test_the_clis_check_after_close_fails_a_run_whose_end_did_not_reach_the_file_even_with_a_storage_finding():
+    """A model read beside the card's ceiling (findings' `storage` block) once hid a close that lost data."""
+    from console.cli.run_cmd import _checked_storage
+
+    class Writer:
+        def flush(self):
+            return False
+
+        def unstored(self, run_id):
+            return {"iterations": 0, "samples": 0, "writes": 1, "error": None}
+
+    summary = {"iterations": 50, "notes": ["n"], "storage": {"model_read_gbs": 1.2, "storage_read_gbs": 2.0}}
+    record = {"run_id": "r" * 32, "status": "completed", "message": "", "summary": summary}
+    checked = _checked_storage(record, Writer())
+    assert checked["status"] == "failed" and "1 other records" in checked["message"]
+    assert checked["summary"]["storage"]["complete"] is False and checked["summary"]["notes"][0] == checked["message"]
+    assert record["summary"]["notes"] == ["n"]  # the record it was given is left as it was
