@@ -2,7 +2,10 @@
 worker (torch never enters the console) and kept in the history, where cards of other lab hosts can be compared.
 
 A stored card is reused only when it answers the question asked: the same target, full sizes unless quick ones
-were asked for, and — when a storage directory is named — measured on that directory.
+were asked for, and — when a storage directory is named — measured on that directory. `newest_card` is the one
+place that says which stored card that is: a finished run's findings, the Run page's roofs, a report, `analyze`
+and the noise floor all ask it (five lookups once disagreed: only one canonicalised the target and skipped quick
+cards, whose buffers fit in the caches and so are no ceilings).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import queue
 import socket
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +29,8 @@ from engines.machine.storage import check_directory
 MEASURE_TIMEOUT_S = 1800.0  # a slow disk and an emulated precision can take minutes; a hung worker cannot
 _DONE = None
 
-__all__ = ["card_for", "stored_card", "measure", "store_card", "latest_cards", "default_storage_dir",
-           "MachineError"]
+__all__ = ["card_for", "newest_card", "stored_card", "card_to_judge_by", "AnalysisCard", "card_before_analysis",
+           "card_for_analysis", "measure", "store_card", "latest_cards", "default_storage_dir", "MachineError"]
 
 
 # ---- Public API
@@ -51,23 +55,91 @@ def card_for(target: str = "cpu", refresh: bool = False, storage_dir: str | os.P
     return card
 
 
-def stored_card(target: str, db: str | os.PathLike | None = None, storage_dir: str | os.PathLike | None = None,
-                quick: bool = False, hostname: str | None = None) -> dict[str, Any] | None:
-    """The newest card of this host (or `hostname`) for `target` that fits the request, None when there is none."""
-    from console.history import open_reader
-
-    wanted_dir = str(Path(storage_dir).expanduser().resolve()) if storage_dir is not None else None
-    if not paths.history_db(db).is_file():
+def newest_card(store: Any, target: str, *, hostname: str | None = None,
+                storage_dir: str | os.PathLike | None = None, quick: bool = False) -> dict[str, Any] | None:
+    """The card a question about this host (or `hostname`) and `target` is answered with, read from `store` (a
+    history reader; nothing is measured): the newest of that host and canonical target ("cuda" is "cuda:0"), full
+    sizes unless `quick` (a quick card's buffers fit in the caches: its figures are no ceilings), measured on
+    `storage_dir` when one is named. None when there is none, or `target` is one no card is measured for."""
+    try:
+        target = canonical_target(target)
+    except MachineError:
         return None
-    with open_reader(paths.history_db(db)) as store:
-        cards = store.machine_cards(hostname=hostname or socket.gethostname(), target=canonical_target(target))
-    for card in cards:
+    wanted_dir = str(Path(storage_dir).expanduser().resolve()) if storage_dir is not None else None
+    for card in store.machine_cards(hostname=hostname or socket.gethostname(), target=target):  # newest first
         if bool(card.get("quick")) != quick:
             continue
         if wanted_dir is not None and (card.get("storage") or {}).get("dir") != wanted_dir:
             continue
         return card
     return None
+
+
+def stored_card(target: str, db: str | os.PathLike | None = None, storage_dir: str | os.PathLike | None = None,
+                quick: bool = False, hostname: str | None = None) -> dict[str, Any] | None:
+    """`newest_card` of the history at `db` (a short read); None when there is no history yet."""
+    from console.history import open_reader
+
+    if not paths.history_db(db).is_file():
+        return None
+    with open_reader(paths.history_db(db)) as store:
+        return newest_card(store, target, hostname=hostname, storage_dir=storage_dir, quick=quick)
+
+
+def card_to_judge_by(target: str, db: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """The card a finished run's findings are judged against: `newest_card`, with the newest stored I/O sweep
+    attached as its "storage_sweep" (a storage verdict's ceiling) when there is one; None when there is no card
+    or the history cannot be read (a summary never measures a card, and a run is never lost for want of one)."""
+    from console.analysis.storage import stored_sweep
+    from console.history import HistoryError, open_reader
+
+    if not paths.history_db(db).is_file():
+        return None
+    try:
+        with open_reader(paths.history_db(db)) as store:
+            card = newest_card(store, target)
+            sweep = stored_sweep(store) if card is not None else None
+    except HistoryError:
+        return None
+    return {**card, "storage_sweep": sweep} if card is not None and sweep else card
+
+
+@dataclass(frozen=True)
+class AnalysisCard:
+    """The card an analysis is judged against (None when it could not be had), why not (`note`, "" with a card),
+    and whether it was measured now rather than read from the history."""
+
+    card: dict[str, Any] | None
+    note: str = ""
+    measured: bool = False
+
+
+def card_before_analysis(target: str, db: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """This host's stored card for `target` that an analysis would use; None when one must be measured first (or
+    the history cannot be read: measuring then says why). A short read: the window asks it on the GUI thread to
+    know whether to wait for a measurement."""
+    from console.history import HistoryError
+
+    try:
+        return stored_card(target, db)
+    except (HistoryError, OSError):
+        return None
+
+
+def card_for_analysis(target: str, db: str | os.PathLike | None = None,
+                      on_progress: Callable[[str], None] | None = None) -> AnalysisCard:
+    """The stored card, else one measured now (minutes; `on_progress(text)` hears each step, on a helper thread)
+    and stored, so the run's verdict is judged against it. Why before the run, whichever surface asks: the window's
+    Analyze once profiled with no card stored and judged without roofs ("Bound by compute" for a batch-1 MLP at 2%
+    of the CPU's peak) while `labconsole analyze` measured the card first and said "cache-resident". Never raises:
+    a card that cannot be had is a note, and the op table stands without roofs (the verdict then says so)."""
+    try:
+        had = stored_card(target, db)
+        if had is not None:
+            return AnalysisCard(had)
+        return AnalysisCard(card_for(target, db=db, on_progress=on_progress), measured=True)
+    except Exception as exc:  # noqa: BLE001 — a worker's error comes back as is; the analysis goes on without roofs
+        return AnalysisCard(None, f"no machine card ({type(exc).__name__}: {exc}): ops shown without roofs")
 
 
 def measure(target: str = "cpu", storage_dir: str | None = None, repeats: int = 5, quick: bool = False,

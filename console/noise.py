@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from console import paths
+from console.analysis.stability_text import age_text
 from engines.machine.noise import KERNEL_VERSION, STABLE_WINDOWS, group_spreads
 
 MAX_AGE_S = 600.0  # a newer draw is measured when the newest is older than this
@@ -241,16 +242,3 @@ def _read(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def age_text(seconds: float) -> str:
-    """"40 s", "12 min", "3.0 h" or "5 days": a floor's age, stated beside it."""
-    if seconds >= 2 * 86400:
-        return f"{seconds / 86400:.0f} days"
-    return _age(seconds)
-
-
-def _age(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -19,7 +19,7 @@ import numpy as np
 
 from console import partition as console_partition
 from console import paths
-from console.analysis import summarize
+from console.analysis import finished_run
 from console.console_cpu import ConsoleCpu, validity_notes
 from console.history import HistoryError, HistoryWriter
 from console.runner import Outcome, WorkerRun
@@ -35,8 +35,9 @@ class RunSession:
 
     Events passed to `listener`: every worker protocol event, plus console events
     {"type": "started", run_id, t0_ns, spec}, {"type": "samples", rows}, {"type": "sources", sources}
-    and finally {"type": "finished", run_id, status, message, summary, spec, environment, profile, ops}
-    (profile: the worker's profile event minus its op rows, or None when the run was not profiled).
+    and finally {"type": "finished", run_id, status, message, summary, spec, environment, profile, ops, card}
+    (profile: the worker's profile event minus its op rows, or None when the run was not profiled; card: the machine
+    card its findings were judged against, None without one). The record is console.analysis.finished_run's.
     """
 
     # ---- Public API
@@ -267,63 +268,31 @@ class RunSession:
             self._hub.watch(None)
             if self._own_hub:
                 self._hub.stop()
-        latency_ns = np.concatenate(self._chunks) if self._chunks else np.empty(0, dtype=np.int64)
-        t_ns = np.concatenate(self._t_chunks) if self._t_chunks else np.empty(0, dtype=np.int64)
+        measured = finished_run.Measured(
+            latency_ns=np.concatenate(self._chunks) if self._chunks else np.empty(0, dtype=np.int64),
+            t_ns=np.concatenate(self._t_chunks) if self._t_chunks else np.empty(0, dtype=np.int64),
+            result=outcome.result, loaded=self._loaded, samples=self._samples,
+            window_ns=self._measurement_window(), phases=self._phases, profile=self._profile, ops=self._ops,
+            t0_ns=self.t0_ns)
+        cost_warnings, cost_notes = validity_notes(self._environment.get("partition"), console_cpu,
+                                                   local=self._remote is None)
+        context = finished_run.Context(
+            run_id=self.run_id, spec=self.spec.to_dict(), environment=self._environment, rules=self.rules.rules,
+            noise_floor=self._noise_floor_used(), warnings=self._telemetry_death() + cost_warnings,
+            notes=cost_notes, console_cpu=console_cpu)
+        measured_count = int(measured.latency_ns.size)
+        finished = finished_run.finish(measured, context, outcome, _Reads(self, measured_count))
         try:
-            summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch, t_ns=t_ns,
-                                samples=self._samples, window_ns=self._measurement_window(), mode=self.spec.mode,
-                                scenario=self.spec.scenario, rules=self.rules.rules,
-                                noise_floor=self._noise_floor_used())
-            if self._noise_floor_now(summary):  # the floor decided INVALID: judged again by the machine as it is now
-                summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch, t_ns=t_ns,
-                                    samples=self._samples, window_ns=self._measurement_window(),
-                                    mode=self.spec.mode, scenario=self.spec.scenario, rules=self.rules.rules,
-                                    noise_floor=self._noise_floor)
-        except Exception as exc:  # noqa: BLE001 — the run must still end and be stored, with the reason
-            import traceback
-
-            traceback.print_exc()
-            summary = summarize(latency_ns, outcome.result, self._loaded, self.spec.batch,
-                                scenario=self.spec.scenario, rules=self.rules.rules,
-                                noise_floor=self._noise_floor_used())
-            summary["notes"].insert(0, f"energy/telemetry summary failed ({type(exc).__name__}: {exc}); "
-                                       "latency figures are unaffected")
-        hygiene = self._environment.get("hygiene") or {}
-        partition = self._environment.get("partition")
-        summary["partition"], summary["console_cpu"] = partition, console_cpu
-        cost_warnings, cost_notes = validity_notes(partition, console_cpu, local=self._remote is None)
-        summary["warnings"] = list(hygiene.get("warnings") or []) + self._telemetry_death() + cost_warnings
-        summary["notes"] = summary["warnings"] + cost_notes + summary["notes"]
-        summary["t0_ns"] = self.t0_ns
-        summary["t_end_ns"] = time.perf_counter_ns()
-        summary["phases"] = self._phases
-        if self._profile is not None:
-            # per_iteration (≤ 64 × 64 op times): a stored run's verdict is resampled again when it is re-judged
-            summary["profile"] = {key: self._profile.get(key) for key in (
-                "engine", "iterations", "wall_s", "op_time_s", "trace_path", "counters", "notes", "per_iteration")}
-            summary["profile"]["ops"] = len(self._ops)
-        self._add_findings(summary)
-        status, message = outcome.status, outcome.message
-        lost = storage_problem(self._writer, self.run_id, int(latency_ns.size))  # a run that lost data failed
-        if lost is not None:
-            status, message = _failed_storing(summary, lost, status, message)
-        if status == "completed":
-            self._add_baseline(summary, latency_ns)
-        error = message if status != "completed" else None
-        if outcome.error:
-            summary["traceback"] = outcome.error.get("traceback")
-        try:
-            self._writer.finish_run(self.run_id, status, summary=summary, error=error,
+            self._writer.finish_run(self.run_id, finished.status, summary=finished.summary, error=finished.error,
                                     environment=self._environment)
         except HistoryError:  # the writer stopped: the run still ends, and says it was not stored
             pass
-        if lost is None:  # the run's end itself may not reach the disk
-            lost = storage_problem(self._writer, self.run_id, int(latency_ns.size))
+        if finished.lost is None:  # the run's end itself may not reach the disk
+            lost = storage_problem(self._writer, self.run_id, measured_count)
             if lost is not None:
-                status, message = _failed_storing(summary, lost, status, message)
-        self._record = {"type": "finished", "run_id": self.run_id, "status": status,
-                        "message": message, "summary": summary, "spec": self.spec.to_dict(),
-                        "environment": self._environment, "profile": self._profile, "ops": self._ops}
+                finished.status, finished.message = finished_run.failed_storing(
+                    finished.summary, lost, finished.status, finished.message)
+        self._record = finished_run.record(finished, measured, context)
         self._finished.set()
         self._emit(self._record)
         if self._pool is not None:  # nothing of this run measures any more: the next run's worker can warm up
@@ -373,42 +342,6 @@ class RunSession:
         return [sampler_death_note(death, self.t0_ns, [row[0] for row in self._samples],
                                    self._measurement_window())]
 
-    def _add_baseline(self, summary: dict[str, Any], latency_ns: np.ndarray) -> None:
-        """The verdict against this configuration's baseline, when it has one; never loses the run."""
-        from console.analysis.baseline import against_stored_baseline
-        from console.analysis.fingerprint import configuration, fingerprint
-        from console.history import jsoncols, open_reader
-
-        path = getattr(self._writer, "path", None)
-        if path is None or not Path(path).is_file():
-            return
-        spec = jsoncols.finite(self.spec.to_dict())
-        host_id, hostname = getattr(self._writer, "host_id", None), getattr(self._writer, "hostname", None)
-        if self._host:  # a remote run: its series and baseline are the node's
-            host_id, hostname = self._host.get("host_id"), self._host.get("hostname")
-        run = {"run_id": self.run_id, "spec": spec, "environment": self._environment, "hostname": hostname,
-               "fingerprint": fingerprint(configuration(spec, self._environment, hostname, host_id))}
-        try:
-            with open_reader(path) as reader:
-                block = against_stored_baseline(reader, run, latency_ns)
-        except Exception as exc:  # noqa: BLE001 — a comparison that fails is a note, not a lost run
-            summary["notes"].append(f"not compared with its baseline ({type(exc).__name__}: {exc})")
-            return
-        if block is not None:
-            summary["baseline"] = block
-
-    def _add_findings(self, summary: dict[str, Any]) -> None:
-        """The verdict, decoder and storage findings against this host's stored card; never loses the run."""
-        from console.analysis.findings import add_findings, card_of_this_host
-
-        try:
-            # A remote run's machine is the node, whose card this console may not hold: no card then.
-            card = card_of_this_host(self._writer.path, self.spec.target) \
-                if getattr(self._writer, "path", None) and not self._host else None
-            add_findings(summary, self.spec.to_dict(), self._profile, self._ops, card)
-        except Exception as exc:  # noqa: BLE001 — a finding that fails is a note, not a lost run
-            summary["notes"].append(f"findings could not be added ({type(exc).__name__}: {exc})")
-
 
 def storage_problem(writer: HistoryWriter, run_id: str, measured: int) -> dict[str, Any] | None:
     """What of a run the history could not store, as the summary's `storage` block; None when all of it is
@@ -418,33 +351,53 @@ def storage_problem(writer: HistoryWriter, run_id: str, measured: int) -> dict[s
     except (HistoryError, RuntimeError):  # stopped or closed: what it holds is counted below
         pass
     unstored = getattr(writer, "unstored", None)
-    missing = unstored(run_id) if unstored is not None else None
-    if missing is None:
-        return None
-    cause = missing.get("error")
-    stored = max(0, measured - missing["iterations"])
-    parts = [f"{missing['iterations']} of its {measured} measured iterations"]
-    if missing["samples"]:
-        parts.append(f"{missing['samples']} telemetry samples")
-    if missing["writes"]:
-        parts.append(f"{missing['writes']} other records (such as its end or its profile)")
-    message = (f"the history could not store all of this run: {', '.join(parts)} are missing from it"
-               + (f" ({cause.problem}). Fix: {cause.fix}" if isinstance(cause, HistoryError) else ""))
-    return {"complete": False, "measured_iterations": measured, "stored_iterations": stored,
-            "missing_iterations": missing["iterations"], "missing_samples": missing["samples"],
-            "missing_writes": missing["writes"], "cause": str(cause) if cause is not None else None,
-            "message": message}
+    return finished_run.storage_lost(measured, unstored(run_id) if unstored is not None else None)
 
 
-def _failed_storing(summary: dict[str, Any], lost: dict[str, Any], status: str,
-                    message: str | None) -> tuple[str, str]:
-    """A run whose data did not all reach the history is `failed`, whatever the worker said; the summary
-    (computed from everything measured) stays, and says how much the history lacks."""
-    summary["storage"] = lost
-    summary["notes"].insert(0, lost["message"])
-    if status == "failed" and message:
-        return "failed", f"{message}; {lost['message']}"
-    return "failed", lost["message"]
+class _Reads:
+    """What a finished run's record reads (console.analysis.finished_run.Reads): this session's history, its
+    host's machine card and noise floor."""
+
+    def __init__(self, session: RunSession, measured: int):
+        self._session, self._measured = session, measured
+
+    def noise_floor_now(self, summary: dict[str, Any]) -> dict[str, Any] | None:
+        return self._session._noise_floor if self._session._noise_floor_now(summary) else None
+
+    def card(self) -> dict[str, Any] | None:
+        """This host's card; none for a run on a cluster node, whose machine (the node) this console may not hold."""
+        session = self._session
+        path = getattr(session._writer, "path", None)
+        if not path or session._host:
+            return None
+        from console.machine import card_to_judge_by
+
+        return card_to_judge_by(session.spec.target, path)
+
+    def lost(self) -> dict[str, Any] | None:
+        return storage_problem(self._session._writer, self._session.run_id, self._measured)
+
+    def baseline(self) -> tuple[dict[str, Any], dict[str, Any], np.ndarray] | None:
+        """This run's configuration's baseline, in the series of the host it is recorded under (a remote run's:
+        the node's)."""
+        from console.analysis.baseline import stored_baseline
+        from console.analysis.fingerprint import configuration, fingerprint
+        from console.history import jsoncols, open_reader
+
+        session = self._session
+        writer = session._writer
+        path = getattr(writer, "path", None)
+        if path is None or not Path(path).is_file():
+            return None
+        spec = jsoncols.finite(session.spec.to_dict())
+        host_id, hostname = getattr(writer, "host_id", None), getattr(writer, "hostname", None)
+        if session._host:  # a remote run: its series and baseline are the node's
+            host_id, hostname = session._host.get("host_id"), session._host.get("hostname")
+        run = {"run_id": session.run_id, "spec": spec, "environment": session._environment, "hostname": hostname,
+               "fingerprint": fingerprint(configuration(spec, session._environment, hostname, host_id))}
+        with open_reader(path) as reader:
+            stored = stored_baseline(reader, run)
+        return (run, *stored) if stored is not None else None
 
 
 def _traces_dir(writer: HistoryWriter) -> Path:

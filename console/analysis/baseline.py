@@ -36,7 +36,14 @@ def verdict(run: dict[str, Any], run_latency_ns: np.ndarray, baseline: dict[str,
 
 def against_stored_baseline(reader: Any, run: dict[str, Any], run_latency_ns: np.ndarray) -> dict[str, Any] | None:
     """The verdict against the baseline stored for the run's configuration; None when it has none (or is it)."""
+    stored = stored_baseline(reader, run)
+    return verdict(run, run_latency_ns, *stored) if stored is not None else None
+
+
+def stored_baseline(reader: Any, run: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray] | None:
+    """The baseline run stored for the run's configuration and its latencies, from `reader` (a history reader the
+    caller opened); None when it has none (or is it)."""
     baseline = reader.baseline_of(run["fingerprint"])
     if baseline is None or baseline["run_id"] == run["run_id"]:
         return None
-    return verdict(run, run_latency_ns, baseline, reader.latencies(baseline["run_id"])[1])
+    return baseline, reader.latencies(baseline["run_id"])[1]

@@ -3,8 +3,8 @@
 Why here, once: the verdict (for a profiled run), the decoder's bandwidth utilization (generate), and storage
 reads beside their ceiling are judged the same way whether the run came from the window, `run` or `analyze`, and
 are stored with the run, so the history, the summary card and a report all read the same finding. The card is
-read from the history, never measured here (a summary must not start a measurement); without one, each block
-says what it could not judge and why.
+passed in (console.machine.card_to_judge_by reads it from the history; a summary never starts a measurement);
+without one, each block says what it could not judge and why.
 """
 
 from __future__ import annotations
@@ -30,17 +30,3 @@ def add_findings(summary: dict[str, Any], spec: dict[str, Any], profile: dict[st
     if storage is not None:
         summary["storage"] = storage
     return summary
-
-
-def card_of_this_host(db_path: Any, target: str) -> dict[str, Any] | None:
-    """This host's newest stored card for `target` (a short read of the history), None when there is none."""
-    from console.analysis.storage import stored_card, stored_sweep
-    from console.history import HistoryError, open_reader
-
-    try:
-        with open_reader(db_path) as store:
-            card = stored_card(store, target)
-            sweep = stored_sweep(store) if card is not None else None  # a storage verdict's ceiling, when stored
-            return {**card, "storage_sweep": sweep} if card is not None and sweep else card
-    except HistoryError:
-        return None

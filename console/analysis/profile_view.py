@@ -9,14 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.analysis import roofline, storage, verdict_stability
+from console.analysis import roofline, verdict_stability
 
 PROFILE_ITERATIONS = 10  # what `analyze` and the window's Analyze profile when not told otherwise
-
-
-def stored_card(store: Any, target: str) -> dict[str, Any] | None:
-    """This host's newest machine card for `target` in the history, or None (nothing is measured here)."""
-    return storage.stored_card(store, target) if store is not None else None
 
 
 def annotated_ops(ops: list[dict[str, Any]], card: dict[str, Any] | None, precision: str) -> list[dict[str, Any]]:

@@ -9,9 +9,10 @@ straggler from 5% of the step, full at 30%; data from 10%, full at 40%), and a s
 breakdown named it (slowest in ≥ 80% of steps, beyond the others' noise). The evidence carries the figures and a
 lever written from them (which busbw, which rank on which host).
 
-`prediction_for(summary, db)` gives the predicted all-reduce next to the measured one, from the newest completed
-collectives run of the same backend, ranks and placement when the history has one, else the probe's prediction
-stored with the run. Qt-free.
+`prediction_for(summary, collectives)` gives the predicted all-reduce next to the measured one, from the newest
+completed collectives run of the same backend, ranks and placement among those the caller read from the history
+(console.collectives.latest: analysis reads no history of its own), else the probe's prediction stored with the
+run. Qt-free.
 """
 
 from __future__ import annotations
@@ -76,12 +77,12 @@ def outside_compute(run: dict[str, Any]) -> float:
     return min(1.0, max(0.0, outside / step))
 
 
-def collectives_rows(db: Any, backend: str, ranks: int, placement: str) -> tuple[list[dict[str, Any]] | None, str]:
-    """The all-reduce rows of the newest completed collectives run with this backend, rank count and placement,
-    and "collectives run <id>"; (None, "") when the history has none."""
-    from console.collectives import latest
-
-    for run_id, result in latest(db, n=20):
+def collectives_rows(collectives: list[tuple[str, dict[str, Any]]], backend: str, ranks: int,
+                     placement: str) -> tuple[list[dict[str, Any]] | None, str]:
+    """The all-reduce rows of the newest completed collectives run with this backend, rank count and placement
+    among `collectives` ((run_id, result), newest first: console.collectives.latest), and "collectives run <id>";
+    (None, "") when none matches."""
+    for run_id, result in collectives:
         if (result.get("backend") == backend and int(result.get("ranks") or 0) == ranks
                 and (result.get("placement") or "local") == (placement or "local")):
             rows = (result.get("ops") or {}).get("all-reduce")
@@ -90,17 +91,18 @@ def collectives_rows(db: Any, backend: str, ranks: int, placement: str) -> tuple
     return None, ""
 
 
-def prediction_for(summary: dict[str, Any], db: Any) -> dict[str, Any] | None:
-    """The predicted all-reduce beside the measured one: from the newest matching collectives run in `db` when
-    there is one (same backend, ranks and placement), else the probe's prediction stored with the run; None for a
-    summary without a DDP block or without either source."""
+def prediction_for(summary: dict[str, Any], collectives: list[tuple[str, dict[str, Any]]] | None
+                   ) -> dict[str, Any] | None:
+    """The predicted all-reduce beside the measured one: from the newest matching run among `collectives` (as in
+    `collectives_rows`) when there is one (same backend, ranks and placement), else the probe's prediction stored
+    with the run; None for a summary without a DDP block or without either source."""
     ddp = ddp_of(summary)
     if ddp is None:
         return None
     ranks = int(ddp.get("ranks") or 1)
     measured = (ddp["breakdown"].get("comm") or {}).get("allreduce_s")
-    if ranks >= 2 and ddp.get("bucket_bytes") and db is not None:
-        rows, source = collectives_rows(db, str(ddp.get("backend")), ranks, str(ddp.get("placement") or "local"))
+    if ranks >= 2 and ddp.get("bucket_bytes") and collectives is not None:
+        rows, source = collectives_rows(collectives, str(ddp.get("backend")), ranks, str(ddp.get("placement") or "local"))
         if rows:
             return allreduce(ddp["bucket_bytes"], ranks, rows, source=source, measured_s=measured)
     stored = ddp.get("prediction")

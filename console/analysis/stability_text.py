@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["stability_of", "verdict_text", "noise_text", "stability_line"]
+__all__ = ["stability_of", "verdict_text", "noise_text", "stability_line", "age_text"]
 
 
 def stability_of(summary: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -63,8 +63,6 @@ def stability_line(summary: Mapping[str, Any] | None) -> str | None:
         source = floor.get("source") or ("quick measurement" if floor.get("quick") else "machine card")
         age = floor.get("age_s")
         if isinstance(age, (int, float)) and age >= 0:
-            from console.noise import age_text
-
             source += f", {age_text(age)} old"
         wander = stability.get("wander")
         moved = f"; its halves moved up to {wander:.0%}" if isinstance(wander, (int, float)) else ""
@@ -72,3 +70,18 @@ def stability_line(summary: Mapping[str, Any] | None) -> str | None:
     elif stability.get("noise") is None:
         parts.append("noise floor not measured (labconsole machine measures it)")
     return " · ".join(parts)
+
+
+def age_text(seconds: float) -> str:
+    """"40 s", "12 min", "3.0 h" or "5 days": a floor's age, stated beside it."""
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:.0f} days"
+    return _age(seconds)
+
+
+def _age(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

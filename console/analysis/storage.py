@@ -5,8 +5,8 @@ scenario's disk_read_mb_s and checkpoint MB/s); the machine card holds `storage_
 throughput measured on a chosen directory. Put side by side, a model load reading at 90% of the ceiling is
 storage-bound, one at 5% is not (or read from the page cache, which the card's and the run's cache states say).
 
-Pure functions over plain dicts (the summary and a card); Qt-free, numpy-free. `stored_card` reads the
-newest card of this host and target from the history.
+Pure functions over plain dicts (the summary and a card); Qt-free, numpy-free. The card is the caller's
+(console.machine.newest_card); `stored_sweep` reads the newest I/O sweep from a store it is given.
 """
 
 from __future__ import annotations
@@ -49,18 +49,6 @@ def storage_block(summary: dict[str, Any], card: dict[str, Any] | None) -> dict[
                        "data_read: bytes this process fetched from storage per second while measuring; checkpoint: "
                        "torch.save to fsync and torch.load(weights_only); each ÷ the card's sequential read ceiling")
     return block
-
-
-def stored_card(store: Any, target: str, hostname: str | None = None) -> dict[str, Any] | None:
-    """The card to compare with: the newest stored for this host and target — read, never measured here.
-
-    `store` is a HistoryStore (read-only use). Hook: once console.machine.card_for exists, callers that may
-    measure a missing card use it instead; a summary must not start a measurement, so this reads only.
-    """
-    import socket
-
-    cards = store.machine_cards(hostname=hostname or socket.gethostname(), target=target, latest_only=True)
-    return cards[0] if cards else None
 
 
 # ---- Private API
@@ -113,7 +101,7 @@ def storage_verdict(summary: dict[str, Any], card: dict[str, Any] | None,
     disk = device.get("disk")
     tele = _device_telemetry(summary.get("telemetry") or {}, disk)
     read = facts.get("read_mb_s") or tele.get("read_mb_s")
-    sweep = (card or {}).get("storage_sweep") or {}  # attached by findings.card_of_this_host when one is stored
+    sweep = (card or {}).get("storage_sweep") or {}  # attached by console.machine.card_to_judge_by when one is stored
     if sweep_best_mb_s is None and sweep.get("disk") in (None, disk):
         sweep_best_mb_s, sweep_label = _number(sweep.get("best_read_mb_s")), str(sweep.get("label") or "")
     ceiling, ceiling_source = _ceiling(card, device, sweep_best_mb_s, sweep_label)

@@ -11,8 +11,8 @@ verdict whose stability is below STABLE is not shown as decided: it becomes "inc
 resamples split between and what would settle it (the confirmation, or more profiled iterations).
 
 `repeat_agreement` says whether earlier analyses of the same configuration (one fingerprint in the history) gave
-the same class; `earlier_verdicts` reads them. Pure and deterministic (numpy's seeded generator) apart from
-that history read; Qt-free.
+the same class; `earlier_verdicts` picks them from a history reader the caller opened. Pure and deterministic
+(numpy's seeded generator); Qt-free.
 """
 
 from __future__ import annotations
@@ -144,20 +144,15 @@ def repeat_agreement(verdicts: list[Any], current: Any = None) -> dict[str, Any]
     return {"agree": agree, "classes": classes, "earlier": len(earlier), "text": text}
 
 
-def earlier_verdicts(db_path: Any, run_id: str, limit: int = 10) -> list[dict[str, Any]]:
+def earlier_verdicts(store: Any, run_id: str, limit: int = 10) -> list[dict[str, Any]]:
     """The stored verdicts of the other completed runs with this run's fingerprint, oldest first (at most
-    `limit`, the newest kept); [] when the history cannot be read or the run has no fingerprint."""
-    from console.history import HistoryError, open_reader
-
-    try:
-        with open_reader(db_path) as store:
-            run = store.get_run(run_id)
-            fingerprint = (run or {}).get("fingerprint")
-            if not fingerprint:
-                return []
-            runs = store.list_runs(status="completed", fingerprint=fingerprint)
-    except HistoryError:
+    `limit`, the newest kept); [] when the run has no fingerprint. `store`: a history reader the caller opened
+    (analysis reads no history of its own)."""
+    run = store.get_run(run_id)
+    fingerprint = (run or {}).get("fingerprint")
+    if not fingerprint:
         return []
+    runs = store.list_runs(status="completed", fingerprint=fingerprint)
     found = [((r.get("summary") or {}).get("bottleneck")) for r in runs if r.get("run_id") != run_id]
     return list(reversed([v for v in found if isinstance(v, dict) and v.get("class")][:limit]))
 

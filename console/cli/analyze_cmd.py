@@ -145,15 +145,12 @@ def _ranks_on_cluster(spec, address: str) -> Any:
 def _analysis(record: dict[str, Any], spec, card: dict[str, Any] | None, card_note: str) -> dict[str, Any]:
     """ops (with efficiency and bound where a machine card gives roofs), profile, machine, bottleneck (the one
     stored with the run)."""
-    from console.analysis import profile_view
-    from console.analysis.card_first import analysis_verdict
+    from console.analysis.finished_run import analysis_verdict, op_table
 
     profile = record.get("profile")
     notes = list((profile or {}).get("notes") or []) + ([card_note] if card_note else [])
-    verdict = analysis_verdict(record, card)
-    return {"ops": profile_view.annotated_ops(record.get("ops") or [], card, spec.precision),
-            "profile": {**profile, "notes": notes} if profile else None, "machine": card,
-            "bottleneck": verdict}
+    return {"ops": op_table(record, card), "profile": {**profile, "notes": notes} if profile else None,
+            "machine": card, "bottleneck": analysis_verdict(record, card)}
 
 
 def _repeats(record: dict[str, Any], verdict: dict[str, Any] | None, args: argparse.Namespace
@@ -163,17 +160,23 @@ def _repeats(record: dict[str, Any], verdict: dict[str, Any] | None, args: argpa
     if not verdict or not record.get("run_id"):
         return None
     from console.analysis.verdict_stability import earlier_verdicts, repeat_agreement
+    from console.history import HistoryError, open_reader
 
-    return repeat_agreement(earlier_verdicts(db_path(args), record["run_id"]), current=verdict)
+    try:
+        with open_reader(db_path(args)) as store:
+            earlier = earlier_verdicts(store, record["run_id"])
+    except HistoryError:  # a history that cannot be read has no earlier analyses to compare with
+        earlier = []
+    return repeat_agreement(earlier, current=verdict)
 
 
 def _machine_card(target: str, args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
     """This host's card for the target: the stored one, else measured now and stored (once per host and target;
-    `labconsole machine --refresh` measures again) — console.analysis.card_first, the window's Analyze's too. The
+    `labconsole machine --refresh` measures again) — console.machine.card_for_analysis, the window's Analyze's too. The
     note says why there is none."""
-    from console.analysis.card_first import card_for_analysis, stored_card
+    from console.machine import card_before_analysis, card_for_analysis
 
-    if stored_card(target, db_path(args)) is None:
+    if card_before_analysis(target, db_path(args)) is None:
         print(f"  … measuring the machine card of {target} (once; kept in the history)", file=sys.stderr,
               flush=True)
     answer = card_for_analysis(target, db_path(args))

@@ -116,15 +116,17 @@ def main(args: argparse.Namespace) -> int:
 def _checked_storage(record: dict[str, Any], writer: Any) -> dict[str, Any]:
     """After the writer closed: a run whose data did not all reach the file is `failed` (exit 1), never
     `completed` — the last commit at close can fail too (disk full)."""
+    from console.analysis.finished_run import failed_storing
     from console.session import storage_problem
 
-    if record["status"] == "failed" or (record["summary"] or {}).get("storage"):
+    if record["status"] == "failed":  # a run that lost data is failed already (findings' storage reads are no loss)
         return record
     lost = storage_problem(writer, record["run_id"], int(record["summary"]["iterations"] or 0))
     if lost is None:
         return record
-    summary = {**record["summary"], "storage": lost}
-    return {**record, "status": "failed", "message": lost["message"], "summary": summary}
+    summary = {**record["summary"], "notes": list(record["summary"].get("notes") or [])}
+    status, message = failed_storing(summary, lost, record["status"], record["message"])
+    return {**record, "status": status, "message": message, "summary": summary}
 
 
 def _ranks_cluster(args: argparse.Namespace, spec) -> str | int | None:

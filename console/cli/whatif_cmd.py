@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from console.history import HistoryError, damage, open_reader
+    from console.machine import newest_card
 
     try:
         with open_reader(db_path(args)) as store:
@@ -74,14 +75,14 @@ def main(args: argparse.Namespace) -> int:
                 return fail(f"RUN: run {run['run_id'][:8]} has no profile; analyse it first: `labconsole analyze` "
                             "with the same options")
             host = store.hostname_of(run)
-            own = store.machine_cards(hostname=host, target=run["target"], latest_only=True)
-            if not own:
+            own = newest_card(store, run["target"], hostname=host)
+            if own is None:
                 return fail(f"no machine card of {host} / {run['target']} in the history: run `labconsole machine "
                             f"--target {run['target']}` on {host} first")
-            target_card, problem = _target_card(store, own[0], args)
+            target_card, problem = _target_card(store, own, args)
             if problem:
                 return fail(problem)
-            report = _project(store, run, ops, profile, own[0], target_card, args)
+            report = _project(store, run, ops, profile, own, target_card, args)
             damage.print_skipped(store)  # a damaged run could have been the measured counterpart: say so
     except HistoryError as exc:  # an id prefix too short or ambiguous: 2, like an unknown id
         return history_failure(exc)
@@ -186,6 +187,7 @@ def _ranks_projection(store, run, args) -> tuple[dict[str, Any], str]:
     from console.analysis import roofline
     from console.analysis.scaling_verdict import collectives_rows, ddp_of
     from console.analysis.whatif_ranks import project_ranks
+    from console.machine import newest_card
 
     ddp = ddp_of(run)
     if ddp is None:
@@ -197,24 +199,27 @@ def _ranks_projection(store, run, args) -> tuple[dict[str, Any], str]:
     typed = (args.peak_gflops, args.bandwidth_gbs, args.call_floor_us)
     if args.onto or any(v is not None for v in typed):
         host = store.hostname_of(run)
-        own = store.machine_cards(hostname=host, target=run["target"], latest_only=True)
-        if not own:
+        own = newest_card(store, run["target"], hostname=host)
+        if own is None:
             return {}, (f"--onto: no machine card of {host} / {run['target']} in the history to take the ratio from: "
                         f"run `labconsole machine --target {run['target']}` on {host} first")
-        card, problem = _target_card(store, own[0], args)
+        card, problem = _target_card(store, own, args)
         if problem:
             return {}, problem
         precision = str((run.get("spec") or {}).get("precision") or "fp32")
         try:
-            ratio = roofline.roofs(own[0], precision)["peak_flops"] / roofline.roofs(card, precision)["peak_flops"]
+            ratio = roofline.roofs(own, precision)["peak_flops"] / roofline.roofs(card, precision)["peak_flops"]
         except roofline.RooflineError as exc:
             return {}, f"--onto: {exc}"
-        applied = (f"compute × {ratio:.3g}: the peak {precision} FLOP/s ratio of {_card_label(own[0])} → "
+        applied = (f"compute × {ratio:.3g}: the peak {precision} FLOP/s ratio of {_card_label(own)} → "
                    f"{_card_label(card)} (whatif's compute roof); data wait, optimizer and communication not scaled "
                    "by it")
     rows, source = (None, "")
     if args.ranks >= 2:
-        rows, source = collectives_rows(store, str(ddp.get("backend")), args.ranks, str(ddp.get("placement") or "local"))
+        from console.collectives import latest
+
+        rows, source = collectives_rows(latest(store, n=20), str(ddp.get("backend")), args.ranks,
+                                        str(ddp.get("placement") or "local"))
     try:
         projected = project_ranks(ddp, args.ranks, busbw_rows=rows, compute_ratio=ratio,
                                   rows_source=source or "a collectives run")
@@ -242,6 +247,7 @@ def _storage_projection(store, run, onto: str) -> tuple[dict[str, Any], str]:
     """--storage-onto: (report, "") or ({}, the problem and its fix)."""
     from console.analysis.storage import feed_facts, storage_verdict
     from console.analysis.whatif import project_storage
+    from console.machine import newest_card
 
     summary = run.get("summary") or {}
     nested = summary.get("storage_bench") or summary.get("result")  # a stored storage run keeps it under storage_bench
@@ -266,10 +272,10 @@ def _storage_projection(store, run, onto: str) -> tuple[dict[str, Any], str]:
         to_mb_s = gbs * 1e3
         to_label = f"{card.get('host')}'s {(card.get('storage') or {}).get('dir') or 'storage'} (card {str(card['card_id'])[:8]})"
     host = store.hostname_of(run)
-    own = store.machine_cards(hostname=host, target=run.get("target"), latest_only=True)
-    verdict = storage_verdict(summary, own[0] if own else None)
+    own = newest_card(store, str(run.get("target") or "cpu"), hostname=host)
+    verdict = storage_verdict(summary, own)
     facts["lever"] = verdict["lever"] if verdict else None
-    from_gbs = (own[0].get("storage_read_gbs") if own else None)
+    from_gbs = (own.get("storage_read_gbs") if own else None)
     from_mb_s = from_gbs * 1e3 if isinstance(from_gbs, (int, float)) and from_gbs > 0 else None
     try:
         projected = project_storage(facts, to_mb_s, to_label, from_mb_s,

@@ -63,7 +63,7 @@ def recover(conn: sqlite3.Connection) -> list[str]:
 def interrupted_summary(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
     """The summary of an interrupted run from its stored latencies (None when the run already has one, or
     its latencies cannot be decoded: the status still changes, the error says why the run stopped)."""
-    from console.analysis.summary import summarize  # the statistics live in analysis, as for a finished run
+    from console.analysis.finished_run import interrupted_summary as summary_of  # as for a finished run
 
     row = conn.execute("SELECT summary, batch, spec, environment FROM runs WHERE run_id = ?", [run_id]).fetchone()
     if row is None or row[0] is not None:
@@ -79,30 +79,12 @@ def interrupted_summary(conn: sqlite3.Connection, run_id: str) -> dict[str, Any]
     spec = spec or {}
     t_ns = np.concatenate([t for t, _ in parts]) if parts else np.zeros(0, dtype=np.int64)
     latency_ns = np.concatenate([lat for _, lat in parts]) if parts else np.zeros(0, dtype=np.int64)
-    span_s = float(t_ns[-1] + latency_ns[-1] - t_ns[0]) / 1e9 if len(t_ns) else None
-    batch = int(row[1] or spec.get("batch") or 1)
     try:
-        summary = summarize(latency_ns, {"measured_s": span_s} if span_s else None, None, batch, t_ns=t_ns,
-                            mode=str(spec.get("mode") or "inference"), rules=_stored_rules(row[3]),
-                            scenario=spec.get("scenario") if isinstance(spec.get("scenario"), str) else None)
+        return summary_of(spec, t_ns, latency_ns, int(row[1] or spec.get("batch") or 1), _stored_rules(row[3]),
+                          schema.utc_now())
     except Exception:  # noqa: BLE001 - a summary that cannot be computed must not make the history unusable
         log.exception("no summary for interrupted run %s", run_id)
         return None
-    stored = int(latency_ns.size)
-    reason = {"rule": "interrupted",
-              "detail": f"the run was interrupted; this summary covers only the {stored} iterations stored "
-                        "before the console stopped",
-              "fix": "rerun it (the lost part is whatever it measured after its last commit, about a second)"}
-    summary["valid"] = False
-    summary["invalid_reasons"] = [reason, *summary["invalid_reasons"]]
-    summary["notes"].insert(0, f"{reason['detail']} — {reason['fix']}")
-    summary["storage"] = {
-        "complete": False, "stored_iterations": stored, "missing_iterations": None,
-        "missing": "whatever the run measured after its last commit (up to about a second); its load time, "
-                   "first inference and telemetry summary were never stored",
-        "computed_at": schema.utc_now(),
-    }
-    return summary
 
 
 def _stored_rules(environment: str | None) -> Any:

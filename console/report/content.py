@@ -17,8 +17,9 @@ import numpy as np
 from console import __version__
 from console.analysis import compare as comparing
 from console.analysis.fingerprint import differences
-from console.analysis.profile_view import annotated_ops, stored_card
+from console.analysis.profile_view import annotated_ops
 from console.export import run_start_ns
+from console.machine import newest_card
 from console.reproduce import reproduce_command
 
 MAX_RUNS = 8  # beyond this, overlaid charts stop being readable: a sweep's points are shown as a curve instead
@@ -103,7 +104,7 @@ def gather(store: Any, run_ids: list[str], sweep_id: str | None = None) -> Repor
             report.differences.append(differences(first.run, view.run))
     if report.analysed:
         analysed = next(view for view in views if view.ops)
-        report.card = stored_card(store, analysed.run.get("target") or "cpu")
+        report.card = newest_card(store, analysed.run.get("target") or "cpu")
         for view in views:
             view.ops = annotated_ops(view.ops, report.card, view.summary.get("precision") or "fp32")
     return report

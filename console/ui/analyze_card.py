@@ -2,7 +2,7 @@
 
 Why: a verdict is judged against the card stored when the run ends (console.analysis.findings). The CLI measured
 one first; the window did not, and so judged a fresh machine's runs without roofs. Here the window asks the same
-Qt-free function (console.analysis.card_first.card_for_analysis): with a stored card the run starts at once;
+Qt-free function (console.machine.card_for_analysis): with a stored card the run starts at once;
 without one the card is measured on a background thread (the GUI stays live, the Run page's progress line says
 what is being measured and for how long), or — when the Machine page is measuring one already — waited for; then
 the run starts. Measuring holds the workspace's "machine card" state, so nothing else measures meanwhile.
@@ -17,7 +17,7 @@ from typing import Any
 
 from PySide6 import QtCore
 
-from console.analysis.card_first import AnalysisCard, card_for_analysis, stored_card
+from console.machine import AnalysisCard, card_before_analysis, card_for_analysis
 from console.ui.background import BackgroundCall
 from console.ui.workspace import MACHINE, Busy, Workspace
 from widgets.phase_progress import PhaseProgress
@@ -61,7 +61,7 @@ class CardBeforeAnalyze(QtCore.QObject):
             self._say("Analyze is already waiting for the machine card")
             return None
         measuring = self._workspace.measuring == MACHINE  # the Machine page measures: its card is the one to use
-        if not measuring and stored_card(target, self._db) is not None:
+        if not measuring and card_before_analysis(target, self._db) is not None:
             return start()
         self._then, self._target = start, target
         self._started = time.monotonic()
@@ -119,8 +119,9 @@ class CardBeforeAnalyze(QtCore.QObject):
         self._poll.stop()
         if self._then is None:
             return
-        if stored_card(self._target, self._db) is not None:
-            self._ready(AnalysisCard(stored_card(self._target, self._db)))
+        card = card_before_analysis(self._target, self._db)
+        if card is not None:
+            self._ready(AnalysisCard(card))
         else:  # that measurement failed or was for another target: measure this one
             self._measure_now()
 

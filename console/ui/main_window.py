@@ -346,11 +346,11 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
 
     def _machine_card(self, target: str) -> dict[str, Any] | None:
         """This host's stored machine card for the target (roofs for the op table); None when none is stored."""
-        from console.analysis.profile_view import stored_card
         from console.history import HistoryError
+        from console.machine import newest_card
 
         try:
-            return stored_card(self.store, target)
+            return newest_card(self.store, target) if self.store is not None else None
         except HistoryError:
             return None
 

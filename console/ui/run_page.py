@@ -7,7 +7,7 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from console.analysis import profile_view, roofline
+from console.analysis import finished_run, roofline
 from console.analysis.summary_markdown import run_markdown
 from console.ui.run_plots import RunPlots
 from engines import phases
@@ -178,12 +178,9 @@ class RunPage(QtWidgets.QWidget):
         if not profile:
             self.profile_box.hide()
             return
-        spec = record.get("spec") or {}
-        remote = bool((record.get("environment") or {}).get("node"))  # this host's card is not that node's
-        card = self.machine_card(str(spec.get("target") or "cpu")) if self.machine_card and not remote else None
-        precision = str(spec.get("precision") or "fp32")
-        ops = profile_view.annotated_ops(record.get("ops") or [], card, precision)
-        self.ops.set_ops(ops)
+        card = finished_run.roofs_card(record, self.machine_card)  # none for a node's run: its card is not ours
+        precision = str((record.get("spec") or {}).get("precision") or "fp32")
+        self.ops.set_ops(finished_run.op_table(record, card))
         self._show_roofline(record.get("ops") or [], card, precision, profile.get("op_time_s"))
         self.profile_caption.setText(_caption(profile, card is not None))
         self.profile_caption.fit()

@@ -1,6 +1,6 @@
 """Verdicts held to account by their own confirmation: the synthetic suite and catalog models at several sizes
 and thread counts, each run through the product's path — a profiled run, the verdict `analyze` gives
-(console.analysis.card_first.analysis_verdict against this machine's card), then the product's confirmation
+(console.analysis.finished_run.analysis_verdict against this machine's card), then the product's confirmation
 (console.analysis.confirm.plan_for + run_confirmation: the interventions that tell the verdict from its runner-up,
 interleaved A B B A with the original until each interval answers or the cap) — and the label the experiments
 established (bench_confusion: a confirmed class, what refuted data says instead, or nothing when undecided).
@@ -52,8 +52,8 @@ from bench_stats import wilson_interval
 from bench_verdict import FAIL, UNDECIDED, Goal, judge
 from test_verdicts import ITERATIONS, _busy, cases, measured_card
 
-from console.analysis.card_first import analysis_verdict
 from console.analysis.confirm import MIN_ROUNDS, plan_for, run_confirmation
+from console.analysis.finished_run import analysis_verdict
 from engines.spec import RunSpec
 from engines.worker import run_spec
 

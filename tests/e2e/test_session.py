@@ -1,19 +1,20 @@
 """A run always ends and is stored, even when part of its summary cannot be computed."""
 
 from console import session as session_module
+from console.analysis import finished_run
 from console.history import HistoryStore, HistoryWriter
 from engines.spec import RunSpec
 
 
 def test_a_failing_energy_summary_still_ends_and_stores_the_run(tmp_path, monkeypatch):
-    real = session_module.summarize
+    real = finished_run.summarize
 
     def energy_breaks(*args, **kwargs):
         if kwargs.get("samples"):
             raise ValueError("empty window")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(session_module, "summarize", energy_breaks)
+    monkeypatch.setattr(finished_run, "summarize", energy_breaks)
     writer = HistoryWriter.open(tmp_path / "h.db")
     try:
         run = session_module.RunSession(RunSpec(duration_s=0.5, warmup_s=0.1), writer)

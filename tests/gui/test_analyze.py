@@ -12,7 +12,7 @@ from PySide6 import QtCore, QtGui
 
 from console.analysis import profile_view
 from console.analysis.bottleneck import MIN_RIDGE
-from console.analysis.card_first import card_for_analysis, stored_card
+from console.machine import card_before_analysis, card_for_analysis
 from console.ui.app import build_main_window
 from console.ui.workspace import MACHINE
 from widgets.op_table import OpTable
@@ -76,7 +76,7 @@ def test_analyze_in_a_fresh_window_measures_the_card_first_and_stores_the_clis_v
     CLI's functions give for the same run and the same card (compared on the same data, so run-to-run noise on a
     busy machine cannot make this test flaky)."""
     page, db = window.run_page, window.db_path
-    assert stored_card("cpu", db) is None  # a fresh data folder
+    assert card_before_analysis("cpu", db) is None  # a fresh data folder
     page.form.set_values({"model": "mlp", "iterations": 30, "batch": 1})
     assert page.form.analyze_button.isEnabled() and not page.profile_box.isVisible()
     measure.go.clear()  # hold the measurement, to see the window while it goes on
@@ -90,7 +90,7 @@ def test_analyze_in_a_fresh_window_measures_the_card_first_and_stores_the_clis_v
     assert measure.calls == ["cpu"]
     record = finished.args[0]
     assert record["status"] == "completed", record["message"]
-    card = stored_card("cpu", db)
+    card = card_before_analysis("cpu", db)
     assert card is not None and record["summary"]["machine_card"]["card_id"] == card["card_id"]
     # the CLI's path on the same data folder: the stored card, nothing measured again, the same verdict
     cli_card = card_for_analysis("cpu", db)
@@ -127,7 +127,7 @@ def test_stop_while_the_card_is_measured_starts_no_run_and_keeps_the_card(qtbot,
     assert window.run_page.progress.status() == "cancelled" and window.run_page.form.run_button.isEnabled()
     measure.go.set()
     qtbot.waitUntil(lambda: window.workspace.measuring is None, timeout=30_000)
-    assert stored_card("cpu", window.db_path) is not None and not window.controller.busy
+    assert card_before_analysis("cpu", window.db_path) is not None and not window.controller.busy
     assert "no run was started" in window.status.currentMessage()
 
 

@@ -133,3 +133,27 @@ def test_view_columns_share_rows_across_cards_including_precisions_only_one_has(
     assert columns[0]["cells"]["peak_flops.tf32"]["value"] is None
     assert columns[1]["header"]["repeats"] == "5 (quick sizes: not ceilings)"
     assert columns[0]["header"]["measured_at"] == "2026-01-02 03:04:05"
+
+
+def test_one_lookup_answers_every_surface_newest_full_card_of_this_host_and_canonical_target(tmp_path):
+    """console.machine.newest_card: the findings, the Run page, a report, analyze and whatif ask the same question."""
+    db = tmp_path / "history.db"
+    with HistoryStore(db) as store:
+        assert machine.newest_card(store, "cuda") is None
+        store.add_machine_card(fake_card("cuda:0", fp32=1e12, measured_at="2026-01-01T00:00:00Z"))
+        store.add_machine_card(fake_card("cuda:0", fp32=2e12, measured_at="2026-02-01T00:00:00Z"))
+        store.add_machine_card(fake_card("cuda:0", quick=True, fp32=9e12, measured_at="2026-03-01T00:00:00Z"))
+        store.add_machine_card(fake_card("cuda:0", host="lab-gpu-01", fp32=7e12, measured_at="2026-04-01T00:00:00Z"))
+        store.add_machine_card(fake_card("cuda:1", fp32=5e12, measured_at="2026-04-01T00:00:00Z"))
+        newest = machine.newest_card(store, "cuda")  # "cuda" is cuda:0, as the cards are stored
+        assert newest["peak_flops"]["fp32"] == 2e12  # the newest full card: the newer quick one is no ceiling
+        assert machine.newest_card(store, " CUDA:0 ")["card_id"] == newest["card_id"]
+        assert machine.newest_card(store, "cuda", quick=True)["peak_flops"]["fp32"] == 9e12  # asked for: the quick one
+        assert machine.newest_card(store, "cuda:0", hostname="lab-gpu-01")["peak_flops"]["fp32"] == 7e12
+        assert machine.newest_card(store, "cuda:1")["peak_flops"]["fp32"] == 5e12
+        assert machine.newest_card(store, "cuda", storage_dir=tmp_path / "elsewhere") is None
+        assert machine.newest_card(store, "mps") is None  # a target no card is measured for has none
+    assert machine.stored_card("cuda", db)["card_id"] == newest["card_id"]
+    judged = machine.card_to_judge_by("cuda", db)  # what a finished run's findings use: the same card
+    assert judged["card_id"] == newest["card_id"] and "storage_sweep" not in judged
+    assert machine.card_to_judge_by("cuda", tmp_path / "missing.db") is None

@@ -9,6 +9,7 @@ from ddp_samples import MS, ddp_block, ddp_run, steps
 from console.analysis import scaling_verdict
 from console.analysis.bottleneck import CLASSES, LABELS, LEVERS, SHORT_LEVERS, diagnose
 from console.analysis.findings import add_findings
+from console.collectives import latest
 from engines.ddp.breakdown import summarize
 from engines.ddp.predict import allreduce
 
@@ -99,9 +100,9 @@ def test_prediction_prefers_the_newest_matching_collectives_run_else_the_probe()
     summary = _run(prediction=probe)["summary"]
     store = _Store([_collectives("ffff0000aaaa", 4), _collectives("eeee1111bbbb", 2, placement="ray"),
                     _collectives("dddd2222cccc", 2, busbw=3.0), _collectives("cccc3333dddd", 2, busbw=9.0)])
-    found = scaling_verdict.prediction_for(summary, store)
+    found = scaling_verdict.prediction_for(summary, latest(store, n=20))
     assert found["busbw_source"] == "collectives run dddd2222"
     assert found["predicted_s"] == pytest.approx(4_000_000 / 3.0e9)
     assert found["measured_s"] == summary["scenario"]["ddp"]["breakdown"]["comm"]["allreduce_s"]
-    assert scaling_verdict.prediction_for(summary, _Store([_collectives("ffff0000aaaa", 4)])) == probe
-    assert scaling_verdict.prediction_for({"scenario": {}}, store) is None
+    assert scaling_verdict.prediction_for(summary, latest(_Store([_collectives("ffff0000aaaa", 4)]), n=20)) == probe
+    assert scaling_verdict.prediction_for({"scenario": {}}, latest(store, n=20)) is None

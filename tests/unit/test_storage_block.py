@@ -4,8 +4,9 @@ import socket
 
 import pytest
 
-from console.analysis.storage import storage_block, stored_card
+from console.analysis.storage import storage_block
 from console.history import HistoryStore
+from console.machine import newest_card
 
 CARD = {"target": "cpu", "host": socket.gethostname(), "storage_read_gbs": 2.0,
         "storage": {"dir": "/data", "state": "cold", "bytes": 1 << 30, "reason": ""}}
@@ -40,9 +41,9 @@ def test_a_run_that_read_nothing_has_no_block():
 
 def test_the_stored_card_is_the_newest_of_this_host_and_target(tmp_path):
     with HistoryStore(tmp_path / "h.db") as store:
-        assert stored_card(store, "cpu") is None
+        assert newest_card(store, "cpu") is None
         store.add_machine_card({**CARD, "measured_at": "2024-01-01T00:00:00Z", "storage_read_gbs": 1.0})
         store.add_machine_card({**CARD, "measured_at": "2024-06-01T00:00:00Z"})
         store.add_machine_card({**CARD, "host": "elsewhere", "measured_at": "2025-01-01T00:00:00Z"})
-        assert stored_card(store, "cpu")["storage_read_gbs"] == 2.0
-        assert stored_card(store, "cuda:0") is None
+        assert newest_card(store, "cpu")["storage_read_gbs"] == 2.0
+        assert newest_card(store, "cuda:0") is None

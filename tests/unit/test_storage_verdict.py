@@ -147,15 +147,15 @@ def test_a_sweep_attached_to_the_card_is_the_ceiling_on_its_own_device():
 def test_this_hosts_card_carries_the_stored_sweep(tmp_path):
     import socket
 
-    from console.analysis.findings import card_of_this_host
+    from console.machine import card_to_judge_by
 
     with HistoryStore(tmp_path / "h.db") as store:
         store.add_machine_card({**CARD, "host": socket.gethostname(), "measured_at": "2026-12-01T00:00:00Z"})
-        assert "storage_sweep" not in card_of_this_host(tmp_path / "h.db", "cpu")
+        assert "storage_sweep" not in card_to_judge_by("cpu", tmp_path / "h.db")
         run_id = store.create_run({"model": "storage", "engine": "storage", "scenario": "storage-sweep",
                                    "target": "cpu"})
         store.finish_run(run_id, "completed", {"kind": "sweep", "figures": {"seq_read_best_mb_s": 1900.0}})
-    card = card_of_this_host(tmp_path / "h.db", "cpu")
+    card = card_to_judge_by("cpu", tmp_path / "h.db")
     assert card["storage_sweep"]["best_read_mb_s"] == 1900.0 and card["storage_read_gbs"] == 2.0
 
 

@@ -137,7 +137,10 @@ def test_repeat_agreement_text():
 
 
 def test_earlier_verdicts_are_those_of_the_same_configuration_oldest_first(tmp_path):
+    import argparse
+
     from console.analysis.verdict_stability import earlier_verdicts
+    from console.cli.analyze_cmd import _repeats
     from console.history import HistoryStore
 
     spec = {"model": "mlp", "engine": "torch", "target": "cpu", "batch": 1, "threads": 1}
@@ -149,11 +152,12 @@ def test_earlier_verdicts_are_those_of_the_same_configuration_oldest_first(tmp_p
             ids.append(run_id)
         unanalysed = store.create_run(spec)
         store.finish_run(unanalysed, "completed", summary={})
-    found = earlier_verdicts(tmp_path / "h.db", ids[-1])
+        found = earlier_verdicts(store, ids[-1])
     assert [v["class"] for v in found] == ["compute", "cache-resident"]  # batch 8 is another configuration
     assert repeat_agreement(found, current="compute")["text"].startswith(
         "2 earlier analyses of this configuration: compute, cache-resident; the repeats disagree")
-    assert earlier_verdicts(tmp_path / "missing.db", ids[-1]) == []
+    missing = _repeats({"run_id": ids[-1]}, {"class": "compute"}, argparse.Namespace(db=str(tmp_path / "missing.db")))
+    assert missing["earlier"] == 0  # a history that cannot be read: no earlier analyses
 
 
 def test_the_stored_verdict_carries_its_stability():

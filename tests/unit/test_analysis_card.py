@@ -1,11 +1,12 @@
-"""console.analysis.card_first: the one place the CLI's and the window's Analyze get their machine card and verdict."""
+"""console.machine.card_for_analysis and console.analysis.finished_run.analysis_verdict: where the CLI's and the
+window's Analyze get their machine card and verdict."""
 
 import socket
 
 from analysis_samples import CARD, gemm_run
 
-from console.analysis.card_first import analysis_verdict, card_for_analysis, stored_card
-from console.machine import MachineError
+from console.analysis.finished_run import analysis_verdict
+from console.machine import MachineError, card_before_analysis, card_for_analysis
 
 MINE = {**CARD, "host": socket.gethostname(), "quick": False}
 
@@ -20,12 +21,12 @@ def test_a_fresh_history_measures_once_then_reuses_the_stored_card(tmp_path, mon
 
     monkeypatch.setattr("console.machine.measure", measure)
     heard = []
-    assert stored_card("cpu", db) is None
+    assert card_before_analysis("cpu", db) is None
     first = card_for_analysis("cpu", db, on_progress=heard.append)
     assert first.measured and first.note == "" and first.card["card_id"] and heard == ["peak FLOP/s"]
     second = card_for_analysis("cpu", db)
     assert not second.measured and second.card["card_id"] == first.card["card_id"]
-    assert stored_card("cpu", db)["card_id"] == first.card["card_id"] and calls == [("cpu", False)]
+    assert card_before_analysis("cpu", db)["card_id"] == first.card["card_id"] and calls == [("cpu", False)]
 
 
 def test_a_card_that_cannot_be_measured_is_a_note_not_an_error(tmp_path, monkeypatch):
