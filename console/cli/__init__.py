@@ -7,7 +7,6 @@ One module per command; each has NAME, HELP, `add_arguments(parser)` and `main(a
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -42,6 +41,7 @@ from console.cli import (
     ttt_cmd,
     whatif_cmd,
 )
+from console.cli.arguments import history_path
 from console.cli.common import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_CANCELLED"]
@@ -56,9 +56,9 @@ COMMANDS = (run_cmd, analyze_cmd, history_cmd, targets_cmd, models_cmd, compare_
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="labconsole", description="Lab Console: run, measure and keep AI workloads.")
     parser.add_argument("--version", action=_VersionAction)
-    parser.add_argument("--db", default=None, metavar="PATH", type=_history_path, help="history database")
+    parser.add_argument("--db", default=None, metavar="PATH", type=history_path, help="history database")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH", type=_history_path,
+    common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH", type=history_path,
                         help=f"history database (default: ${paths.DB_ENV} or {paths.history_db(None)})")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document")
     sub = parser.add_subparsers(dest="command")
@@ -89,7 +89,7 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     env_db = os.environ.get(paths.DB_ENV) if uses_history and getattr(args, "db", None) is None else None
     if env_db:  # checked as --db is: a name the system cannot take is a usage error before anything runs
         try:
-            _history_path(env_db)
+            history_path(env_db)
         except argparse.ArgumentTypeError as exc:
             from console.cli.common import fail
 
@@ -99,26 +99,6 @@ def _dispatch(argv: Sequence[str] | None) -> int:
 
         return run_app(db=args.db)
     return command.main(args)
-
-
-def _history_path(text: str) -> str:
-    """--db PATH: an empty PATH is refused (it silently meant the default history, a different file), and so is
-    one the system cannot name (a 300-character file name: an OSError traceback further on)."""
-    if not text:
-        raise argparse.ArgumentTypeError(f"an empty path; give a history file, or leave --db out for the default "
-                                         f"({paths.history_db(None)})")
-    try:
-        os.stat(os.path.expanduser(text))
-    except OSError as exc:
-        if exc.errno == errno.ENAMETOOLONG:
-            raise argparse.ArgumentTypeError(f"{exc.strerror} ({len(os.fsencode(text)):,} bytes); give a shorter "
-                                             "path") from None
-    except ValueError:  # a NUL
-        raise argparse.ArgumentTypeError("a path cannot hold a NUL character") from None
-    return text
-
-
-_history_path.__name__ = "path"  # argparse names the type in its messages
 
 
 class _VersionAction(argparse.Action):

@@ -7,6 +7,8 @@ accepted forms or the fix, and nothing is created or run. (Files a command write
 are checked by console.output_file.)
 
 - `date_bound`: the argparse type of --since / --until (ISO dates and date-times only).
+- `history_path`: the argparse type of --db (every command's; here so the commands need not import the CLI's
+  root, which imports them).
 - `history_failure`: the exit code of a HistoryError — a run/sweep id prefix that is too short or ambiguous is a
   bad argument (2, like an unknown id), anything else a failure (1). `compare`/`regressions` keep 3.
 - `data_dir_problem`: whether --data-dir holds sample files, checked before the model is loaded (local runs
@@ -16,13 +18,16 @@ are checked by console.output_file.)
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import re
 from datetime import datetime, timezone
 from typing import Any
 
+from console import paths
 from console.cli.common import error, fail
 
-__all__ = ["DATE_FORMS", "date_bound", "history_failure", "data_dir_problem"]
+__all__ = ["DATE_FORMS", "date_bound", "history_path", "history_failure", "data_dir_problem"]
 
 DATE_FORMS = ("an ISO date or date-time: 2026-11-01, 2026-11-01T14:30, 2026-11-01T14:30:05Z or "
               "2026-11-01T14:30+02:00 (a time without an offset is UTC; a date alone is its 00:00 UTC)")
@@ -79,3 +84,22 @@ def data_dir_problem(directory: Any, model: str | None = None) -> str | None:
                "that holds the samples"
     return None
 
+
+def history_path(text: str) -> str:
+    """--db PATH: an empty PATH is refused (it silently meant the default history, a different file), and so is
+    one the system cannot name (a 300-character file name: an OSError traceback further on)."""
+    if not text:
+        raise argparse.ArgumentTypeError(f"an empty path; give a history file, or leave --db out for the default "
+                                         f"({paths.history_db(None)})")
+    try:
+        os.stat(os.path.expanduser(text))
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise argparse.ArgumentTypeError(f"{exc.strerror} ({len(os.fsencode(text)):,} bytes); give a shorter "
+                                             "path") from None
+    except ValueError:  # a NUL
+        raise argparse.ArgumentTypeError("a path cannot hold a NUL character") from None
+    return text
+
+
+history_path.__name__ = "path"  # argparse names the type in its messages

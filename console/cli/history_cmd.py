@@ -54,14 +54,20 @@ def main(args: argparse.Namespace) -> int:
               f"{'scenario':13} {'p50 ms':>8}  {'samples/s':>10}  valid")
         for r in rows:
             valid = {True: "VALID", False: "INVALID"}.get(r["valid"], "—")
-            print(f"{r['run_id'][:8]}  {r['started_at'][:19]:19}  {r['status']:11}  {r['model']:8} {r['engine']:6} "
-                  f"{r['target']:7} {r['scenario']['name']:13} {fmt(r['latency_ms']['p50']):>8}  "
+            print(f"{r['run_id'][:8]}  {r['started_at'][:19]:19}  {r['status']:11}  {_cell(r['model']):8} "
+                  f"{_cell(r['engine']):6} {_cell(r['target']):7} {r['scenario']['name']:13} "
+                  f"{fmt(r['latency_ms']['p50']):>8}  "
                   f"{fmt(r['throughput_per_s'], 4):>10}  {'DAMAGED' if r['damaged'] else valid}")
             for item in r["damaged"]:  # which field and why, under the run: the other runs read as usual
                 print(f"{'':10}damaged: {damage.describe([item])}")
         if any(r["damaged"] for r in rows):
             print(f"damaged runs are skipped by the other commands; {damage.RESTORE}")
     return EXIT_OK
+
+
+def _cell(value: str | None) -> str:
+    """A column a run may lack (a spec with no model, engine or target: `None` broke the table's widths)."""
+    return "—" if value is None else value
 
 
 def _row(run: dict[str, Any]) -> dict[str, Any]:

@@ -53,10 +53,10 @@ def main(args: argparse.Namespace) -> int:
 
 # ---- Private API
 def _add_shared(parser: argparse.ArgumentParser) -> None:
-    from console.cli import _history_path
+    from console.cli.arguments import history_path
 
     parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document")
-    parser.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH", type=_history_path,
+    parser.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH", type=history_path,
                         help="history database")
 
 

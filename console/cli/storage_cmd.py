@@ -182,12 +182,12 @@ def _progress_printer(kind: str, line: Any, as_json: bool):
 
 
 def _add_shared(parser: argparse.ArgumentParser) -> None:
-    from console.cli import _history_path
+    from console.cli.arguments import history_path
     from console.cli.numbers import number
 
     shared = parser.add_argument_group("history and output")
     shared.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document")
-    shared.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH", type=_history_path,
+    shared.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH", type=history_path,
                         help="history database")
     shared.add_argument("--tag", action="append", default=None, metavar="TAG",
                         help="tag the stored run (repeatable)")

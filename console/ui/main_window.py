@@ -155,6 +155,7 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
         self.history_page.sig_compare_requested.connect(self.compare_runs)
         self.history_page.sig_rerun_requested.connect(self.rerun)
         self.history_page.sig_report_requested.connect(self.report_runs)
+        self.history_page.sig_runs_deleted.connect(self._runs_deleted)
         self.sweep_page.reload()
         if self.controller is not None:
             self.controller.sig_event.connect(self.run_page.handle)
@@ -602,6 +603,13 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
             if info.name == name:
                 return position
         raise KeyError(f"no page called {name!r}; pages: {', '.join(i.name for i in self.page_infos)}")
+
+    def _runs_deleted(self, _run_ids: list) -> None:
+        """The pages that list stored runs read the history again, so none offers a run that is gone."""
+        for name in ("sweeps", "storage", "scaling"):
+            page = self.pages.get(name)
+            if page is not None and hasattr(page, "reload"):
+                page.reload()
 
     def _attach_doctor(self, auto: bool) -> None:
         """The Machine page's noise check (engines.doctor, on a thread) feeds the Run page's banner, which warns

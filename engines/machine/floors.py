@@ -50,7 +50,10 @@ def onnxruntime_call(device: Device) -> Callable[[], object]:
         raise Unavailable(f"{exc.name} is not installed (pip install onnx onnxruntime)") from exc
     provider = "CUDAExecutionProvider" if device.kind == "cuda" else "CPUExecutionProvider"
     if provider not in ort.get_available_providers():
-        raise Unavailable(f"onnxruntime has no {provider} here (pip install onnxruntime-gpu)")
+        from engines.backends.onnxruntime_backend import INSTALL_HINTS  # the two builds' one install advice
+
+        fix = INSTALL_HINTS.get(provider, "reinstall onnxruntime")
+        raise Unavailable(f"onnxruntime has no {provider} here ({fix})")
     graph = helper.make_graph(
         [helper.make_node("Add", ["x", "one"], ["y"])], "almost_empty",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],

@@ -134,3 +134,14 @@ def test_history_still_lists_without_an_action(lab, capsys):
     db, _ = lab
     assert main(["history", "--db", str(db), "--limit", "2", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["runs"]) == 2
+
+
+def test_the_listing_shows_a_run_without_model_engine_or_target(tmp_path, capsys):
+    """A spec with no model, engine or target (a storage or collectives run) is listed with '—', not a TypeError."""
+    db = tmp_path / "history.db"
+    with HistoryStore(db) as store:
+        run_id = store.create_run({"name": "bare", "scenario": "single-stream"})
+        store.finish_run(run_id, "completed", summary={"valid": True})
+    assert main(["--db", str(db), "history"]) == 0
+    line = next(text for text in capsys.readouterr().out.splitlines() if text.startswith(run_id[:8]))
+    assert line.split()[3:6] == ["—", "—", "—"]
