@@ -3,7 +3,8 @@
 Each deletes the runs and every row of theirs in one transaction (console.history.store_delete), so a refused or
 failed call leaves the history as it was. `prune` lists what it would delete with --dry-run (reading only, like
 `history`), asks on a terminal, and without a terminal wants --yes: a script never deletes by accident. A run
-that a console is recording now is refused with the fix. The files artifact rows named (traces, reports) stay
+that a console is recording now is refused with the fix, and prune keeps the configurations' baselines unless
+--include-baselines. The files artifact rows named (traces, reports) stay
 on disk, and the output lists them. Exit codes as every command: 0 done, 1 failed or not confirmed, 2 bad usage
 (an unknown run or prefix, a prune without --yes where no terminal can ask) — and nothing was deleted.
 """
@@ -38,6 +39,8 @@ def add_actions(parser: argparse.ArgumentParser) -> None:
     from console.history.schema import FINAL_STATUSES
 
     prune.add_argument("--status", choices=FINAL_STATUSES, default=None, help="only runs with this status")
+    prune.add_argument("--include-baselines", action="store_true",
+                       help="delete runs that are a configuration's baseline too (kept by default)")
     prune.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
     prune.add_argument("--yes", action="store_true", help="delete without asking (needed without a terminal)")
     for action in (rm, prune):
@@ -85,7 +88,11 @@ def _prune(args: argparse.Namespace) -> int:
 
     try:
         with open_reader(db_path(args)) as reader:  # the selection reads only, like `history`
-            rows = [_row(row) for row in reader.prunable(args.older_than, args.status)]
+            rows = [_row(row) for row in reader.prunable(args.older_than, args.status, args.include_baselines)]
+            kept = len(reader.prunable(args.older_than, args.status, include_baselines=True)) - len(rows)
+        if kept and not wants_json(args):
+            print(f"kept {kept} baseline run{'s' if kept != 1 else ''} (a configuration's baseline; "
+                  "--include-baselines deletes them too)", file=sys.stderr)
         if args.dry_run or not rows:
             return _report(args, "prune", rows, None if args.dry_run else {"runs": [], "rows": {},
                                                                            "artifact_files": []})

@@ -5,6 +5,9 @@ run_facts, baselines today, and whatever a later schema adds) loses the run's ro
 orphan is left and a new table cannot be forgotten here. A run still `running` under a live writer (a console
 recording it now) is refused, because that console would go on writing rows for a run that no longer exists.
 The files an artifact row names (traces, reports) are left on disk and listed, for the caller to say so.
+A sweep whose every run is deleted goes too (it would list as "0/0 runs" and could still be reported); a sweep
+still running keeps its row. `prunable` leaves the configurations' baselines out unless asked: a baseline is old
+by nature, and a scheduled prune must not empty regression tracking.
 One mixin of HistoryStore (store.py says why the store is assembled from parts).
 """
 
@@ -43,8 +46,11 @@ class DeleteMixin(StoreBase):
                 self._refuse_missing_or_running(ids, statuses)
                 files = [path for (path,) in _select(conn, "SELECT path FROM artifacts WHERE run_id IN ({}) "
                                                      "ORDER BY created_at", ids)]
+                sweeps = [sweep_id for (sweep_id,) in _select(
+                    conn, "SELECT DISTINCT sweep_id FROM runs WHERE sweep_id IS NOT NULL AND run_id IN ({})", ids)]
                 rows = {table: _delete(conn, table, ids) for table in _run_tables(conn) if table != "runs"}
                 rows["runs"] = _delete(conn, "runs", ids)
+                rows["sweeps"] = _delete_emptied_sweeps(conn, sweeps)
                 conn.commit()
             except BaseException:
                 if conn.in_transaction:
@@ -56,16 +62,20 @@ class DeleteMixin(StoreBase):
             self.skipped_damaged.pop(run_id, None)
         return {"runs": ids, "rows": {table: n for table, n in rows.items() if n}, "artifact_files": files}
 
-    def prunable(self, older_than_days: float, status: str | None = None) -> list[dict[str, Any]]:
+    def prunable(self, older_than_days: float, status: str | None = None,
+                 include_baselines: bool = False) -> list[dict[str, Any]]:
         """The runs `prune --older-than DAYS [--status S]` would delete: started more than DAYS ago (optionally
-        of one status), never a `running` one, newest first, as run_rows lists them."""
+        of one status), never a `running` one, and not a configuration's baseline unless include_baselines;
+        newest first, as run_rows lists them."""
         days = float(older_than_days)
         if not math.isfinite(days) or days < 0:
             raise ValueError(f"older_than_days must be a number of days ≥ 0, got {older_than_days!r}")
         if status == "running":
             raise ValueError(f"a running run is not pruned; status must be one of {', '.join(schema.FINAL_STATUSES)}")
         cutoff = (datetime.now(timezone.utc) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return [row for row in self.run_rows(status=status, until=cutoff) if row["status"] != "running"]
+        kept = set() if include_baselines else {row["run_id"] for row in self.baselines()}
+        return [row for row in self.run_rows(status=status, until=cutoff)
+                if row["status"] != "running" and row["run_id"] not in kept]
 
     # ---- Private API
     def _refuse_missing_or_running(self, ids: list[str], statuses: dict[str, str]) -> None:
@@ -84,10 +94,15 @@ class DeleteMixin(StoreBase):
 
 def _run_tables(conn: Any) -> list[str]:
     """Every table with a run_id column, `runs` included."""
-    tables = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT "
-                                               "LIKE 'sqlite_%' ORDER BY name")]
-    return [table for table in tables
+    return [table for table in schema.user_tables(conn)
             if any(column[1] == "run_id" for column in conn.execute(f'PRAGMA table_info("{table}")'))]
+
+
+def _delete_emptied_sweeps(conn: Any, sweep_ids: list[str]) -> int:
+    """Delete the sweeps among these that no run is left in, unless still running; the count deleted."""
+    sql = ("DELETE FROM sweeps WHERE sweep_id = ? AND status != 'running' "
+           "AND NOT EXISTS (SELECT 1 FROM runs WHERE sweep_id = ?)")
+    return sum(conn.execute(sql, [sweep_id, sweep_id]).rowcount for sweep_id in sweep_ids)
 
 
 def _select(conn: Any, sql: str, ids: list[str]) -> list[tuple]:

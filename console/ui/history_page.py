@@ -13,6 +13,7 @@ and note, F2 edits the Tags or Note cell in place, Enter opens the run, Delete d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
 
@@ -79,9 +80,11 @@ class HistoryPage(QtWidgets.QWidget):
     sig_runs_deleted = QtCore.Signal(list)  # run ids just deleted from the history: pages showing them can let go
 
     # ---- Public API
-    def __init__(self, store: HistoryStore | None, parent: QtWidgets.QWidget | None = None):
+    def __init__(self, store: HistoryStore | None, parent: QtWidgets.QWidget | None = None,
+                 measuring: Callable[[], str | None] = lambda: None):
         super().__init__(parent)
         self._store = store
+        self._measuring = measuring  # what measures now ("run", "sweep" …), or None: Delete waits for it
         self._settings = Settings()
         self.filters = HistoryFilters()
         self.table = HistoryTable()
@@ -275,15 +278,21 @@ class HistoryPage(QtWidgets.QWidget):
 
     def delete_selected(self) -> list[str]:
         """Delete the selected runs, and everything stored with them, once confirmed; returns the ids deleted.
-        A refusal (a run a console is recording) is explained and deletes nothing."""
+        A refusal (a run a console is recording; anything measuring in this window, since a delete holds the
+        history's write lock and loads the machine being measured) is explained and deletes nothing."""
         selected = self.table.selected_run_ids()
         if not selected or self._store is None:
             self._say("Select the runs to delete.")
             return []
+        busy = self._measuring()
+        if busy:
+            self._refuse("Cannot delete now", f"A {busy} is measuring: delete runs when it has ended (a delete "
+                         "holds the history's write lock and adds work to the machine being measured).")
+            return []
         if not confirm_delete(self, len(selected)):
             return []
         try:
-            self._store.delete_runs(selected)
+            result = self._store.delete_runs(selected)
         except HistoryError as exc:
             self._refuse("Cannot delete", str(exc))
             return []
@@ -295,7 +304,9 @@ class HistoryPage(QtWidgets.QWidget):
             self.plots.clear()
             self.confirm_panel.hide()
         self.reload()
-        self._say(f"Deleted {len(selected)} run{'' if len(selected) == 1 else 's'}.")
+        files = list(dict.fromkeys(result["artifact_files"]))
+        kept = f" Their {len(files)} artifact file(s) stay on disk: {', '.join(files)}." if files else ""
+        self._say(f"Deleted {len(selected)} run{'' if len(selected) == 1 else 's'}.{kept}")
         self.sig_runs_deleted.emit(selected)
         return selected
 

@@ -67,7 +67,7 @@ def _run(context: PageContext) -> QtWidgets.QWidget:
 def _history(context: PageContext) -> QtWidgets.QWidget:
     from console.ui.history_page import HistoryPage
 
-    return HistoryPage(context.workspace.store)
+    return HistoryPage(context.workspace.store, measuring=lambda: context.workspace.measuring)
 
 
 def _sweeps(context: PageContext) -> QtWidgets.QWidget:

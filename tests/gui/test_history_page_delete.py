@@ -126,3 +126,22 @@ def test_a_run_a_console_is_recording_is_refused_and_nothing_is_deleted(qtbot, p
         assert shown_ids(page) == {*ids, live} and stored_ids(path) == {*ids, live}
     finally:
         recorder.close()
+
+
+def test_delete_waits_while_something_measures_and_deletes_nothing(qtbot, history, asked):
+    path, ids = history
+    store = HistoryStore(path)
+    widget = HistoryPage(store, measuring=lambda: "run")
+    qtbot.addWidget(widget)
+    widget.show()
+    widget.reload()
+    try:
+        widget.table.select_run_ids(ids[:1])
+        assert widget.delete_selected() == []
+        assert asked.counts == []  # refused before asking
+        boxes = [b for b in widget.findChildren(QtWidgets.QMessageBox, "history_refusal") if b.isVisible()]
+        assert len(boxes) == 1 and "A run is measuring" in boxes[0].text()
+        boxes[0].close()
+        assert stored_ids(path) == set(ids)
+    finally:
+        store.close()

@@ -157,3 +157,28 @@ def test_prunable_selects_by_age_and_status_and_never_a_running_run(db):
                 store.prunable(bad)
         with pytest.raises(ValueError, match="running"):
             store.prunable(1, status="running")
+
+
+def test_a_sweep_goes_with_its_last_run_and_a_running_one_stays(db):
+    with HistoryStore(db) as store:
+        done = store.create_sweep("done", {"batch": [1, 2]}, SPEC)
+        live = store.create_sweep("live", {"batch": [1]}, SPEC)
+        first, second, third = _full_run(store), _full_run(store), _full_run(store)
+        store.tag_run(first, done, {"batch": 1})
+        store.tag_run(second, done, {"batch": 2})
+        store.tag_run(third, live, {"batch": 1})
+        store.finish_sweep(done, "completed")
+        assert store.delete_runs([first])["rows"].get("sweeps") is None  # one run left: the sweep stays
+        assert store.get_sweep(done) is not None
+        assert store.delete_runs([second, third])["rows"]["sweeps"] == 1
+        assert store.get_sweep(done) is None
+        assert store.get_sweep(live)["status"] == "running"  # still running: its next runs need the row
+
+
+def test_prune_keeps_the_baselines_unless_asked(db):
+    with HistoryStore(db) as store:
+        old = _full_run(store, "2020-01-01T00:00:00.000000Z")
+        baseline = _full_run(store, "2020-01-02T00:00:00.000000Z")
+        store.set_baseline(baseline)
+        assert [r["run_id"] for r in store.prunable(30)] == [old]
+        assert [r["run_id"] for r in store.prunable(30, include_baselines=True)] == [baseline, old]

@@ -103,6 +103,17 @@ def test_prune_with_yes_deletes_the_old_runs_of_the_status_asked(lab, capsys):
     assert _left(db) == {"old_ok", "new_ok", "new_failed"}
 
 
+def test_prune_keeps_a_baseline_and_says_so_unless_include_baselines(lab, capsys):
+    db, ids = lab
+    with HistoryStore(db) as store:
+        store.set_baseline(ids["old_ok"])
+    assert main(["history", "prune", "--older-than", "30", "--yes", "--db", str(db)]) == 0
+    assert "kept 1 baseline run" in capsys.readouterr().err
+    assert _left(db) == {"old_ok", "new_ok", "new_failed"}
+    assert main(["history", "prune", "--older-than", "30", "--include-baselines", "--yes", "--db", str(db)]) == 0
+    assert _left(db) == {"new_ok", "new_failed"}
+
+
 @pytest.mark.parametrize(("answer", "code", "left"), [("y\n", 0, 2), ("n\n", 1, 4), ("\n", 1, 4)])
 def test_prune_on_a_terminal_asks_first(lab, capsys, monkeypatch, answer, code, left):
     db, _ = lab
