@@ -76,6 +76,13 @@ class OrtLoadError(RuntimeError):
 
 
 # ---- Public API
+def sandbox_writes(spec: RunSpec) -> list[Path]:
+    """The folders a sandboxed worker must let this backend write (engines.sandbox): an int8 run's quantized file."""
+    from engines import cache
+
+    return [cache.subdir("onnx/int8")] if spec.precision == "int8" else []
+
+
 def load(spec: RunSpec) -> LoadedModel:
     started = time.perf_counter()
     import onnxruntime as ort

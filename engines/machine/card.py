@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from engines.backends.probe import installed_versions
 from engines.machine import compute, devices, floors, memory, noise, threads
 from engines.machine.caches import cache_sizes
 from engines.machine.errors import MachineError, Unavailable
@@ -73,7 +74,7 @@ def measure_card(target: str = "cpu", storage_dir: str | None = None, repeats: i
     sizes = QUICK if quick else FULL
     card = _Card(device, repeats, quick, progress or (lambda _text: None))
     card.data["threads"] = torch.get_num_threads() if device.kind == "cpu" else None
-    card.data["versions"] = _versions(torch)
+    card.data["versions"] = installed_versions()  # every registered backend's, by name
     _caches(card, device, torch)
     _peak_flops(card, device, torch, sizes)
     _memory(card, device, torch, sizes, quick)
@@ -336,17 +337,6 @@ def _noise_floor(card: _Card, sizes: Sizes) -> None:
 
 def _calls(count: int) -> str:
     return f"{count} call" if count == 1 else f"{count} calls"
-
-
-def _versions(torch: Any) -> dict[str, str | None]:
-    found = {"torch": str(torch.__version__)}
-    try:
-        import onnxruntime
-
-        found["onnxruntime"] = str(onnxruntime.__version__)
-    except ImportError:
-        found["onnxruntime"] = None
-    return found
 
 
 def _utc_now() -> str:
