@@ -3,8 +3,8 @@
 Why two parts: the info (options dataclass, precisions per target kind, training, file types) is torch-free,
 so the console builds its flags, form and checks from it without importing an engine; the implementation
 module (`load(spec) -> LoadedModel`, see engines.backends.base) imports the engine and is only ever imported
-in a worker. Adding a backend = a `<name>_config.py` with its INFO, its implementation module (`load` and `probe`), one line
-below; docs/architecture.md, "Adding a backend".
+in a worker. Adding a backend = a `<name>_config.py` with its INFO, its implementation module (`load` and
+`probe`), one line below; docs/architecture.md, "Adding a backend".
 """
 
 from __future__ import annotations
