@@ -33,6 +33,7 @@ Split by job: its probe (onnxruntime_probe), sessions and runners (onnxruntime_s
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,39 @@ def load(spec: RunSpec) -> LoadedModel:
 
 
 # ---- Private API
+def almost_empty_call(device) -> tuple[Callable[[], object], str]:
+    """The machine card's per-call floor (engines.machine.floors): one `InferenceSession.run` of a one-node graph
+    (Add, one float32) on the natural provider of `device` (an engines.machine.devices.Device), 1 intra-op thread."""
+    from engines.machine.errors import Unavailable
+
+    try:
+        import numpy as np
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+    except ImportError as exc:
+        raise Unavailable(f"{exc.name} is not installed (pip install onnx onnxruntime)") from exc
+    provider = "CUDAExecutionProvider" if device.kind == "cuda" else "CPUExecutionProvider"
+    if provider not in ort.get_available_providers():
+        raise Unavailable(f"onnxruntime has no {provider} here ({INSTALL_HINTS.get(provider, 'reinstall onnxruntime')})")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "one"], ["y"])], "almost_empty",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        initializer=[helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = min(model.ir_version, 9)  # readable by every onnxruntime that knows opset 17
+    onnx.checker.check_model(model)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1  # one float: a thread pool would only add wake-ups
+    options.inter_op_num_threads = 1
+    providers = [(provider, {"device_id": device.index})] if device.kind == "cuda" else [provider]
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=providers)
+    feed = {"x": np.zeros(1, dtype=np.float32)}
+    return (lambda: session.run(None, feed)), (f"InferenceSession.run of a one-node Add graph (1 float32) on "
+                                              f"{provider}, 1 intra-op thread")
+
+
 def _provider(spec: RunSpec, ort) -> tuple[str, dict[str, Any]]:
     """The provider to use (asked for, or the target's natural one) and its options; refuse what is missing."""
     kind, _, index = spec.target.partition(":")

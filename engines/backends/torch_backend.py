@@ -124,6 +124,31 @@ def resolve_device(torch, target: str):
     return torch.device(name)
 
 
+def almost_empty_call(device) -> tuple[Callable[[], object], str]:
+    """The machine card's per-call floor (engines.machine.floors): one call of a one-op module (x + 1) under
+    inference_mode on `device` (an engines.machine.devices.Device), synchronised on a GPU; and how it is made."""
+    import torch
+
+    class AlmostEmpty(torch.nn.Module):
+        def forward(self, x):
+            return x + 1
+
+    model = AlmostEmpty().eval()
+    x = torch.zeros(1, device=device.torch_device)
+
+    if device.kind == "cuda":
+        def call():
+            with torch.inference_mode():
+                model(x)
+            torch.cuda.synchronize(device.index)
+    else:
+        def call():
+            with torch.inference_mode():
+                return model(x)
+    sync = ", synchronised" if device.kind == "cuda" else ""
+    return call, f"nn.Module x + 1 on a 1-element float32 tensor on {device.target}, inference_mode{sync}"
+
+
 # ---- Private API
 @dataclass
 class _Prepared:
