@@ -18,6 +18,7 @@ from typing import Any
 
 from console import paths
 from console.workers import call_in_worker
+from engines import backends
 
 CACHE_VERSION = 1
 
@@ -52,7 +53,7 @@ def _discover_in_worker(timeout_s: float) -> list[dict[str, Any]]:
 
 def _cache_key() -> dict[str, Any]:
     versions = {}
-    for dist in ("torch", "onnxruntime", "onnxruntime-gpu", "nvidia-ml-py"):
+    for dist in (*(d for info in backends.infos() for d in info.distributions), "nvidia-ml-py"):
         try:
             versions[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:

@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from engines import backends, cache, hygiene, profiling, protocol, sandbox, scenarios
+from engines import backends, hygiene, profiling, protocol, sandbox, scenarios
 from engines import inputs as model_inputs
 from engines.ddp import is_distributed
 from engines.spec import RunSpec, SpecError
@@ -28,7 +28,6 @@ from engines.spec import RunSpec, SpecError
 Emit = Callable[[dict[str, Any]], None]
 IN_PROCESS = {"active": False, "summary": "not applied: run in this process, not in a worker", "dir": None,
               "abi": None}
-_ENGINE_IMPORTS = {"torch": ("torch",), "onnxruntime": ("onnxruntime", "onnx")}  # imported before the sandbox
 
 
 # ---- Public API
@@ -117,8 +116,9 @@ def pool_main(conn, engine: str, ready) -> None:
 def _confine(spec_data: dict[str, Any]) -> dict[str, Any]:
     """Sandbox this worker (engines.sandbox) when it loads a user's model file: after the engine's imports,
     before the file is opened. Its own folder becomes the temp dir (profile traces go there; the runner removes
-    it); an ONNX Runtime int8 run also writes its int8 cache folder (the quantizer works on a staged view of the
-    file in the temp dir, so the model's folder is never written)."""
+    it); a backend that must write elsewhere names the folders in its module's `sandbox_writes(spec)` (ONNX
+    Runtime's int8 cache: the quantizer works on a staged view of the file in the temp dir, so the model's folder
+    is never written)."""
     try:
         spec = RunSpec.from_dict(spec_data)
     except (SpecError, TypeError, ValueError):
@@ -127,10 +127,9 @@ def _confine(spec_data: dict[str, Any]) -> dict[str, Any]:
         return {**IN_PROCESS, "summary": "not applied: a catalog model, not a user's file"}
     _import_engine(spec.engine)
     try:
-        also = []
-        if spec.engine == "onnxruntime" and spec.precision == "int8":
-            also = [cache.subdir("onnx/int8")]  # the quantized file; the quantizer's side file goes in the temp dir
-        return sandbox.confine(sandbox.work_dir(), also)
+        module = sys.modules.get(backends.info(spec.engine).module) if spec.engine in backends.names() else None
+        writes = getattr(module, "sandbox_writes", None)  # folders the backend must write besides its own
+        return sandbox.confine(sandbox.work_dir(), list(writes(spec)) if writes else [])
     except OSError as exc:  # no temporary folder to give it: the run goes on, and its record says so
         return {**IN_PROCESS, "summary": f"not applied (no folder for the worker: {exc})"}
 
@@ -139,7 +138,7 @@ def _import_engine(engine: str) -> None:
     """Import the engine's libraries: before a sandbox (an import may write caches it would refuse), or ahead of
     time (a spare)."""
     if engine in backends.names():
-        for name in (backends.info(engine).module, *_ENGINE_IMPORTS.get(engine, ())):
+        for name in (backends.info(engine).module, *backends.info(engine).preload):
             with contextlib.suppress(Exception):  # an engine that does not import fails at load, saying why
                 importlib.import_module(name)
 

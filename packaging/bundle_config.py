@@ -93,6 +93,7 @@ def _registry_modules() -> list[str]:
     scenarios = importlib.import_module("engines.scenarios")
     telemetry = importlib.import_module("console.telemetry.registry")
     found = [i.module for i in backends.infos()] + [e.module for e in catalog.ENTRIES.values()]
+    found += [i.probe.partition(":")[0] for i in backends.infos() if i.probe]  # each backend's probe, by name
     found += [i.module for i in scenarios.infos()]
     found += [target.partition(":")[0] for target in telemetry.SOURCES.values() if isinstance(target, str)]
     pages = importlib.import_module("console.ui.pages")  # the standard library only, by design

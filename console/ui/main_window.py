@@ -482,18 +482,22 @@ class MainWindow(ClusterWindow, QtWidgets.QMainWindow):
             self._cluster.connect_to(self._cluster.address)  # the nodes' targets too
 
     def open_model_dialog(self) -> None:
+        from engines import backends
+
         path, _ = QtWidgets.QFileDialog.getOpenFileName(
             self, "Open model file", str(Path(self._model_files[0]).parent) if self._model_files else "",
-            "Model files (*.onnx *.pt2 *.pt *.jit);;All files (*)")
+            f"Model files ({' '.join('*' + ext for ext in backends.file_engines())});;All files (*)")
         if path:
             self.add_model_file(path)
 
     def add_model_file(self, path: str) -> bool:
         """Offer a model file in the model list and select it; a file type we refuse is explained, not added."""
+        from engines import backends
         from engines.spec import RunSpec, SpecError
 
         path = str(Path(path).resolve())
-        engine = {".onnx": "onnxruntime"}.get(Path(path).suffix.lower(), "torch")
+        # the backend that reads this file type (an unknown type is refused by validate, whatever the engine)
+        engine = backends.file_engines().get(Path(path).suffix.lower(), backends.names()[0])
         try:
             RunSpec(model=path, engine=engine).validate()
         except SpecError as exc:

@@ -3,7 +3,8 @@
 Why two parts: the info (options dataclass, precisions per target kind, training, file types) is torch-free,
 so the console builds its flags, form and checks from it without importing an engine; the implementation
 module (`load(spec) -> LoadedModel`, see engines.backends.base) imports the engine and is only ever imported
-in a worker. Adding a backend = a `<name>_config.py` with its INFO, its implementation module, one line below.
+in a worker. Adding a backend = a `<name>_config.py` with its INFO, its implementation module (`load` and
+`probe`), one line below; docs/architecture.md, "Adding a backend".
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ class BackendInfo:
     precisions: per target kind ("cpu", "cuda", "mps" …) the precisions the backend can offer there; target
         discovery narrows them to what the device really has.
     distributions: package names whose installed version About and `--version` show (first found wins).
+    probe: "module:function" that says which targets the backend can use here and why not
+        (engines.backends.probe); empty: the `probe` function of `module`. Discovery calls it in a worker.
+    preload: the engine's own libraries, imported before a worker's sandbox closes (an import may write caches).
     """
 
     name: str
@@ -32,6 +36,8 @@ class BackendInfo:
     file_types: tuple[str, ...] = ()
     distributions: tuple[str, ...] = ()
     install: str = ""
+    probe: str = ""
+    preload: tuple[str, ...] = ()
 
     def default_options(self) -> Any:
         return self.options()

@@ -42,4 +42,5 @@ INFO = BackendInfo(
     precisions={"cpu": ("fp32", "int8"), "cuda": ("fp32", "fp16", "int8"), "mps": ("fp32",)},
     file_types=(".onnx",), distributions=("onnxruntime", "onnxruntime-gpu"),
     install="pip install 'lab-console[cpu]' (onnxruntime), or 'lab-console[gpu]' on a CUDA machine (onnxruntime-gpu); "
-            "never both")
+            "never both",
+    probe="engines.backends.onnxruntime_probe:probe", preload=("onnxruntime", "onnx"))

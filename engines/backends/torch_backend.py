@@ -15,7 +15,8 @@ state there, so the peak memory reported with the load facts is the step's stead
 (`first_step_ms`) happen after it, still at load, and are reported apart from both.
 
 Errors name the setting and the fix: they are raised as `UnsupportedConfig` and reach the console as the
-worker's `load` error.
+worker's `load` error. Split by job: its probe (torch_probe), profiler hook (torch_profiler), token generator
+(torch_generate) and the facts it reports (torch_facts) are modules of their own.
 """
 
 from __future__ import annotations
@@ -23,18 +24,20 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import sys
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engines import catalog, cores, profiling
-from engines.backends.base import LoadedModel, TokenGenerator
+from engines import catalog, cores
+from engines.backends import torch_facts as facts
+from engines.backends.base import LoadedModel
+from engines.backends.torch_facts import DTYPES
+from engines.backends.torch_generate import generator
+from engines.backends.torch_profiler import profiler
 from engines.spec import RunSpec
 
-DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "int8": "float32"}
 KERNEL_NAMES = {"fp16": "Half", "bf16": "BFloat16"}
 LEARNING_RATES = {"sgd": 1e-3, "adamw": 1e-4}
 
@@ -52,7 +55,7 @@ def load(spec: RunSpec) -> LoadedModel:
     if threads:  # engine default on a confined worker: its own cores (engines.cores.auto_threads)
         torch.set_num_threads(threads)
     device = resolve_device(torch, spec.target)
-    synchronize = _synchronizer(torch, device)
+    synchronize = facts.synchronizer(torch, device)
     if spec.is_file:
         prepared = _prepare_file(torch, spec, device)
     else:
@@ -73,21 +76,21 @@ def load(spec: RunSpec) -> LoadedModel:
 
     details = prepared.details
     details.update({
-        "device": str(device), "device_name": _device_name(torch, device), "precision": spec.precision,
+        "device": str(device), "device_name": facts.device_name(torch, device), "precision": spec.precision,
         "mode": spec.mode, "threads": torch.get_num_threads(), "threads_from": threads_from,
         "interop_threads": torch.get_num_interop_threads(),
         "channels_last": bool(options.channels_last), "compile": options.compile,
-        "inputs": [{"name": name, "shape": list(t.shape), "dtype": _dtype_name(t.dtype)} if _is_tensor(t) else
+        "inputs": [{"name": name, "shape": list(t.shape), "dtype": facts.dtype_name(t.dtype)} if facts.is_tensor(t) else
                    {"name": name, "shape": [], "dtype": type(t).__name__}  # a TorchScript int/float argument
                    for name, t in zip(prepared.input_names, prepared.inputs, strict=True)],
     })
     details.setdefault("compile_s", None)
-    if prepared.inputs and _is_tensor(prepared.inputs[0]):  # the first input, for the console's one-line summary
+    if prepared.inputs and facts.is_tensor(prepared.inputs[0]):  # the first input, for the console's one-line summary
         details["input_shape"] = list(prepared.inputs[0].shape)
     return LoadedModel(
         infer=infer, load_s=load_s, params=prepared.param_count, model_bytes=prepared.model_bytes,
-        versions=_versions(torch), details=_plain(details),
-        generator=_generator(torch, spec, prepared, synchronize), profile=_profiler(torch, device, infer),
+        versions=facts.versions(torch), details=facts.plain(details),
+        generator=generator(torch, spec, prepared, synchronize), profile=profiler(torch, device, infer),
         feed=_feeder(torch, prepared),
     )
 
@@ -119,6 +122,31 @@ def resolve_device(torch, target: str):
         raise UnsupportedConfig(f"{name} is not available: this machine has {count} CUDA device(s) "
                                 f"(cuda:0{f' … cuda:{count - 1}' if count > 1 else ''})")
     return torch.device(name)
+
+
+def almost_empty_call(device) -> tuple[Callable[[], object], str]:
+    """The machine card's per-call floor (engines.machine.floors): one call of a one-op module (x + 1) under
+    inference_mode on `device` (an engines.machine.devices.Device), synchronised on a GPU; and how it is made."""
+    import torch
+
+    class AlmostEmpty(torch.nn.Module):
+        def forward(self, x):
+            return x + 1
+
+    model = AlmostEmpty().eval()
+    x = torch.zeros(1, device=device.torch_device)
+
+    if device.kind == "cuda":
+        def call():
+            with torch.inference_mode():
+                model(x)
+            torch.cuda.synchronize(device.index)
+    else:
+        def call():
+            with torch.inference_mode():
+                return model(x)
+    sync = ", synchronised" if device.kind == "cuda" else ""
+    return call, f"nn.Module x + 1 on a 1-element float32 tensor on {device.target}, inference_mode{sync}"
 
 
 # ---- Private API
@@ -162,7 +190,7 @@ def _prepare_catalog(torch, spec: RunSpec, device) -> _Prepared:
     if spec.scenario == "generate" and entry.decoder:
         family.check_length(params, spec.generation.prompt_tokens, spec.generation.output_tokens)
     return _Prepared(call=model, module=model, inputs=inputs, input_names=[s["name"] for s in specs],
-                     param_count=param_count, model_bytes=_model_bytes(torch, model), details=details,
+                     param_count=param_count, model_bytes=facts.model_bytes(torch, model), details=details,
                      family=family, params=params, decoder=entry.decoder)
 
 
@@ -176,13 +204,13 @@ def _prepare_file(torch, spec: RunSpec, device) -> _Prepared:
     call, inputs, info = model_files.load_torch(spec, device)
     inputs = tuple(inputs)
     module = call if isinstance(call, torch.nn.Module) else None
-    file_dtype = _file_dtype(module, inputs)
+    file_dtype = facts.file_dtype(module, inputs)
     wanted = getattr(torch, DTYPES[spec.precision])
     if file_dtype is not None and file_dtype != wanted:
         raise UnsupportedConfig(
-            f"{name} computes in {_dtype_name(file_dtype)}, not {_dtype_name(wanted)}: run it with --precision "
-            f"{_precision_of(file_dtype) or 'fp32'}, or save the model in {_dtype_name(wanted)} (files are run as "
-            "saved; only catalog models are cast)")
+            f"{name} computes in {facts.dtype_name(file_dtype)}, not {facts.dtype_name(wanted)}: run it with "
+            f"--precision {facts.precision_of(file_dtype) or 'fp32'}, or save the model in "
+            f"{facts.dtype_name(wanted)} (files are run as saved; only catalog models are cast)")
     if file_dtype is None and spec.precision != "fp32":
         raise UnsupportedConfig(f"{name}: cannot tell which dtype the file computes in (no floating weights or "
                                 f"inputs), so --precision {spec.precision} cannot be checked; use --precision fp32")
@@ -192,8 +220,9 @@ def _prepare_file(torch, spec: RunSpec, device) -> _Prepared:
              for n, i in enumerate(info.get("inputs") or [])]
     names += [f"input_{n}" for n in range(len(names), len(inputs))]
     param_count = int(info.get("params") or (sum(p.numel() for p in module.parameters()) if module is not None else 0))
-    model_bytes = _model_bytes(torch, module) if module is not None else os.path.getsize(spec.model)
-    details = {"file": info, "dtype": _dtype_name(file_dtype) if file_dtype is not None else DTYPES[spec.precision]}
+    model_bytes = facts.model_bytes(torch, module) if module is not None else os.path.getsize(spec.model)
+    dtype = facts.dtype_name(file_dtype) if file_dtype is not None else DTYPES[spec.precision]
+    details = {"file": info, "dtype": dtype}
     return _Prepared(call=call, module=module, inputs=inputs, input_names=names[:len(inputs)],
                      param_count=param_count, model_bytes=model_bytes, details=details)
 
@@ -261,7 +290,7 @@ def _probe_precision(torch, spec: RunSpec, device, model) -> None:
             if "not implemented for" in text or "Unsupported" in text or "unsupported" in text:
                 raise UnsupportedConfig(f"{spec.precision} on {device}: {op} has no {KERNEL_NAMES[spec.precision]} "
                                         f"kernel in this PyTorch ({text}); use {others}") from exc
-            raise UnsupportedConfig(f"{spec.precision} on {device}: {op} fails in {_dtype_name(dtype)} ({text}); "
+            raise UnsupportedConfig(f"{spec.precision} on {device}: {op} fails in {facts.dtype_name(dtype)} ({text}); "
                                     f"use {others}") from exc
 
 
@@ -288,15 +317,15 @@ def _quantize_dynamic(torch, spec: RunSpec, model):
 
 
 def _to_channels_last(torch, spec: RunSpec, prepared: _Prepared) -> None:
-    if not any(_is_tensor(t) and t.dim() == 4 for t in prepared.inputs):
-        shapes = ", ".join(f"{n} {list(t.shape) if _is_tensor(t) else '(a number)'}"
+    if not any(facts.is_tensor(t) and t.dim() == 4 for t in prepared.inputs):
+        shapes = ", ".join(f"{n} {list(t.shape) if facts.is_tensor(t) else '(a number)'}"
                            for n, t in zip(prepared.input_names, prepared.inputs, strict=True))
         raise UnsupportedConfig(f"channels_last: {os.path.basename(spec.model)} has no 4-D (image) input ({shapes}); "
                                 "channels-last applies to N×C×H×W tensors — turn it off for this model")
     if prepared.module is not None:
         prepared.module.to(memory_format=torch.channels_last)
-    prepared.inputs = tuple(t.contiguous(memory_format=torch.channels_last) if _is_tensor(t) and t.dim() == 4 else t
-                            for t in prepared.inputs)
+    prepared.inputs = tuple(t.contiguous(memory_format=torch.channels_last)
+                            if facts.is_tensor(t) and t.dim() == 4 else t for t in prepared.inputs)
 
 
 def _inference(torch, prepared: _Prepared, synchronize: Callable[[], None]) -> Callable[[], Any]:
@@ -413,7 +442,7 @@ def _first_step(torch, spec: RunSpec, device, prepared: _Prepared, step: Callabl
         raise UnsupportedConfig(f"the first training step of {spec.model} failed: {type(exc).__name__}: "
                                 f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}") from exc
     prepared.details["first_step_ms"] = (time.perf_counter() - started) * 1e3
-    prepared.details.update(_peak_memory(torch, device))
+    prepared.details.update(facts.peak_memory(torch, device))
 
 
 def _compile(torch, spec: RunSpec, device, prepared: _Prepared, infer: Callable[[], Any]) -> Callable[[], Any]:
@@ -436,7 +465,7 @@ def _compile(torch, spec: RunSpec, device, prepared: _Prepared, infer: Callable[
                                         "generation; for training, the first step), timed at load and counted "
                                         "neither in load_s nor in the measurement")
     if spec.mode == "training":
-        prepared.details.update(_peak_memory(torch, device))
+        prepared.details.update(facts.peak_memory(torch, device))
     return infer
 
 
@@ -448,251 +477,3 @@ def _compile_error(spec: RunSpec, device, exc: BaseException) -> UnsupportedConf
                              f"{text}.{hint} Run without --compile to measure eager mode")
 
 
-def _peak_memory(torch, device) -> dict[str, Any]:
-    if device.type == "cuda":
-        return {"peak_memory_bytes": int(torch.cuda.max_memory_allocated(device)),
-                "peak_memory_method": "torch.cuda.max_memory_allocated over the first training step"}
-    if device.type == "mps":
-        return {"peak_memory_bytes": int(torch.mps.driver_allocated_memory()),
-                "peak_memory_method": "MPS driver-allocated memory after the first training step (not a peak)"}
-    import resource
-
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is bytes on macOS, KiB on Linux
-    return {"peak_memory_bytes": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale),
-            "peak_memory_method": "process peak RSS (ru_maxrss), whole worker process, after the first training step"}
-
-
-def _generator(torch, spec: RunSpec, prepared: _Prepared, synchronize: Callable[[], None]) -> TokenGenerator | None:
-    """Greedy prefill + decode for decoder models in inference mode; None for everything else."""
-    if not prepared.decoder or spec.mode != "inference":
-        return None
-    greedy = prepared.family.greedy
-    prompt = prepared.inputs[0]
-
-    def prefill():
-        with torch.inference_mode():
-            logits, past = prepared.call(prompt)
-            token = greedy(logits)
-        synchronize()
-        return token, past, [token]
-
-    def decode_step(state):
-        token, past, seen = state
-        with torch.inference_mode():
-            logits, past = prepared.call(token, past)
-            token = greedy(logits)
-        synchronize()
-        seen.append(token)
-        return token, past, seen
-
-    def tokens(state) -> list[list[int]]:
-        return torch.cat(state[2], dim=1).tolist()
-
-    def prefill_cached(ids: list[int], past):
-        """One prompt's prefill after its cached prefix `past` (engines.kvcache): the ids become a [1, n] tensor."""
-        with torch.inference_mode():
-            logits, present = prepared.call(torch.tensor([ids], dtype=torch.long, device=prompt.device), past)
-            token = greedy(logits)
-        synchronize()
-        return (token, present, [token]), present
-
-    return TokenGenerator(prefill=prefill, decode_step=decode_step, prompt_tokens=int(prompt.shape[1]),
-                          output_tokens=spec.generation.output_tokens, tokens=tokens, prefill_cached=prefill_cached)
-
-
-WARMUP_MARK = "labconsole profiled warm-up"  # a record_function around the warm-up call; its ops are left out
-ITERATION_MARK = "labconsole profiled iteration "  # + the 0-based index: the call each op ran in
-
-
-def _profiler(torch, device, infer: Callable[[], Any]) -> Callable[[int, str | None], dict[str, Any]]:
-    """The PyTorch profiler (kineto, with shapes and FLOPs) over `iterations` calls of `infer`, after one profiled
-    warm-up call left out of the table; the op table from engines.profiling, the Chrome trace at `trace_path`.
-
-    torch.autograd.profiler.profile is what torch.profiler.profile drives; called directly because the latter's
-    start imports torch._inductor (about 4 s here) for a CUDA-graphs flag that eager inference does not use.
-    """
-
-    def profile(iterations: int, trace_path: str | None) -> dict[str, Any]:
-        from torch.autograd import profiler as autograd_profiler
-
-        with autograd_profiler.profile(use_kineto=True, record_shapes=True, with_flops=True,
-                                       use_device="cuda" if device.type == "cuda" else None) as prof:
-            with autograd_profiler.record_function(WARMUP_MARK):
-                infer()
-            walls = []
-            started = time.perf_counter()
-            for i in range(iterations):  # each call marked, so its ops can be told apart (resampled for stability)
-                began = time.perf_counter()
-                with autograd_profiler.record_function(f"{ITERATION_MARK}{i}"):
-                    infer()
-                walls.append(time.perf_counter() - began)
-            wall_s = time.perf_counter() - started
-        calls = profiling.torch_calls(_plain_events(torch, prof.function_events, device))
-        if trace_path:
-            prof.export_chrome_trace(trace_path)
-        ops = profiling.aggregate(calls, profiling.TORCH_METHOD)
-        per_iteration = profiling.iteration_table(calls, walls)
-        where = ("the device time of each op's kernels" if device.type == "cuda" else
-                 "host (CPU) time of each outermost operator, children included")
-        notes = [f"op times are {where}; the profiler adds its own cost to every op (about a microsecond), so "
-                 "short ops weigh more here than in the timed measurement, which stays the reference for latency",
-                 "wall_s minus op_time_s is time spent outside operators (Python, dispatch, the profiler)",
-                 f"the first profiled call (marked '{WARMUP_MARK}' in the trace) is left out of the table"]
-        return profiling.profile_event("torch", iterations, wall_s, ops, trace_path, notes,
-                                       per_iteration=per_iteration)
-
-    return profile
-
-
-def _plain_events(torch, events, device) -> list[dict[str, Any]]:
-    """torch.profiler's CPU-side events as the plain dicts engines.profiling.torch_calls reads."""
-    on_device = device.type == "cuda"
-    plain = []
-    for event in events:
-        if event.device_type != torch.autograd.DeviceType.CPU or _under_warmup(event):
-            continue
-        device_us = getattr(event, "device_time_total", None)
-        if device_us is None:
-            device_us = getattr(event, "cuda_time_total", 0)
-        parent = event.cpu_parent
-        plain.append({
-            "id": event.id, "parent": parent.id if parent is not None else None, "name": str(event.name),
-            "iteration": _iteration_of(event),
-            "time_s": (device_us if on_device else event.cpu_time_total) / 1e6, "flops": int(event.flops or 0),
-            "shapes": [list(map(int, shape)) if isinstance(shape, (list, tuple)) and all(
-                isinstance(d, int) for d in shape) else [] for shape in (event.input_shapes or [])],
-            "dtypes": [str(d) for d in (getattr(event, "input_dtypes", None) or [])],
-            "concrete": [_concrete(v) for v in (getattr(event, "concrete_inputs", None) or [])],
-        })
-    return plain
-
-
-def _iteration_of(event) -> int | None:
-    """The profiled iteration an event ran in (the index of its enclosing ITERATION_MARK), None outside one."""
-    while event is not None:
-        name = str(event.name)
-        if name.startswith(ITERATION_MARK):
-            try:
-                return int(name[len(ITERATION_MARK):])
-            except ValueError:
-                return None
-        event = event.cpu_parent
-    return None
-
-
-def _under_warmup(event) -> bool:
-    while event is not None:
-        if event.name == WARMUP_MARK:
-            return True
-        event = event.cpu_parent
-    return False
-
-
-def _concrete(value: Any) -> Any:
-    """A recorded scalar/list argument as plain data (kernel sizes, strides); anything else None."""
-    if isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) for v in value):
-        return list(value)
-    return None
-
-
-def _synchronizer(torch, device):
-    if device.type == "cuda":
-        return lambda: torch.cuda.synchronize(device)
-    if device.type == "mps":
-        return torch.mps.synchronize
-    return lambda: None
-
-
-def _model_bytes(torch, module) -> int:
-    """Bytes of weights and buffers, including quantized modules' packed weights (absent from parameters())."""
-    total = 0
-    seen: set[int] = set()
-
-    def add(value):
-        nonlocal total
-        if isinstance(value, torch.Tensor):
-            if id(value) in seen:
-                return
-            seen.add(id(value))
-            total += value.numel() * value.element_size()
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                add(item)
-
-    try:
-        for value in module.state_dict().values():
-            add(value)
-    except Exception:  # noqa: BLE001 — some compiled/scripted objects cannot give one; fall back
-        for p in list(module.parameters()) + list(module.buffers()):
-            add(p)
-    return total
-
-
-def _file_dtype(module, inputs: tuple[Any, ...]):
-    if module is not None:
-        for p in module.parameters():
-            if p.is_floating_point():
-                return p.dtype
-    for t in inputs:
-        if _is_tensor(t) and t.is_floating_point():
-            return t.dtype
-    return None
-
-
-def _is_tensor(value: Any) -> bool:
-    """Inputs are tensors, except a TorchScript forward's int/float/bool arguments, passed as Python numbers."""
-    return hasattr(value, "is_floating_point") and hasattr(value, "shape")
-
-
-def _precision_of(dtype) -> str | None:
-    name = _dtype_name(dtype)
-    return next((p for p, d in DTYPES.items() if d == name and p != "int8"), None)
-
-
-def _dtype_name(dtype) -> str:
-    return str(dtype).replace("torch.", "")
-
-
-def _device_name(torch, device) -> str:
-    if device.type == "cuda":
-        return str(torch.cuda.get_device_name(device))
-    if device.type == "mps":
-        return "Apple MPS"
-    import platform
-
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _versions(torch) -> dict[str, str]:
-    versions = {"torch": str(torch.__version__)}
-    if torch.version.cuda:
-        versions["cuda"] = str(torch.version.cuda)
-    if torch.backends.cudnn.is_available():
-        versions["cudnn"] = str(torch.backends.cudnn.version())
-    return versions
-
-
-def _plain(value: Any) -> Any:
-    """Only built-in types cross the process boundary (engines/protocol.py): convert everything else."""
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return str(value)

@@ -41,4 +41,5 @@ INFO = BackendInfo(
     name="torch", label="PyTorch", module="engines.backends.torch_backend", options=TorchOptions,
     precisions={"cpu": ("fp32", "bf16", "fp16", "int8"), "cuda": ("fp32", "fp16", "bf16"),
                 "mps": ("fp32", "fp16", "bf16")},
-    trains=True, file_types=(".pt2", ".pt", ".jit"), distributions=("torch",), install="pip install torch")
+    trains=True, file_types=(".pt2", ".pt", ".jit"), distributions=("torch",), install="pip install torch",
+    probe="engines.backends.torch_probe:probe", preload=("torch",))

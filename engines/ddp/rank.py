@@ -243,16 +243,16 @@ class _Loop:
 
     def _profile(self, iterations: int) -> dict[str, Any] | None:
         """After measuring (analyze's --profile-iterations): rank 0 runs one warm-up and `iterations` steps under
-        the PyTorch profiler (torch_backend's, op table and Chrome trace); every other rank runs as many steps
-        unprofiled, so every collective is met. Rank 0 returns the profile event's fields."""
+        the PyTorch profiler (engines.backends.torch_profiler: op table and Chrome trace); every other rank runs as
+        many steps unprofiled, so every collective is met. Rank 0 returns the profile event's fields."""
         if self.rank != 0:
             for _ in range(iterations + 1):
                 self.step()
             return None
-        from engines.backends.torch_backend import _profiler
+        from engines.backends.torch_profiler import profiler
 
         self.send(("phase", 0, {"phase": "profiling", "t_ns": time.perf_counter_ns()}))
-        event = _profiler(self.torch, self.device, self.step)(iterations, self.plan.get("trace_path"))
+        event = profiler(self.torch, self.device, self.step)(iterations, self.plan.get("trace_path"))
         event["notes"] = [*event.get("notes", []), f"rank 0 of {self.plan['ranks']} profiled (its all-reduce waits "
                           "for the other ranks, which run the same steps unprofiled)"]
         return event

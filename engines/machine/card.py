@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from engines import backends
+from engines.backends.probe import installed_versions
 from engines.machine import compute, devices, floors, memory, noise, threads
 from engines.machine.caches import cache_sizes
 from engines.machine.errors import MachineError, Unavailable
@@ -73,12 +75,12 @@ def measure_card(target: str = "cpu", storage_dir: str | None = None, repeats: i
     sizes = QUICK if quick else FULL
     card = _Card(device, repeats, quick, progress or (lambda _text: None))
     card.data["threads"] = torch.get_num_threads() if device.kind == "cpu" else None
-    card.data["versions"] = _versions(torch)
+    card.data["versions"] = installed_versions()  # every registered backend's, by name
     _caches(card, device, torch)
     _peak_flops(card, device, torch, sizes)
     _memory(card, device, torch, sizes, quick)
     _thread_gains(card, device, torch, sizes, quick)
-    _floors(card, device, torch, sizes)
+    _floors(card, device, sizes)
     _storage(card, storage_dir, sizes)
     _host_to_device(card, device, torch, sizes)
     _links(card, torch, storage_dir, quick)
@@ -260,20 +262,27 @@ def _gain(card: _Card, key: str, label: str, setup: Callable[[], Any], method: C
                               f"machine's gain (measure again on a quiet machine: labconsole machine --refresh)")
 
 
-def _floors(card: _Card, device: devices.Device, torch: Any, sizes: Sizes) -> None:
+def _floors(card: _Card, device: devices.Device, sizes: Sizes) -> None:
+    """Every registered backend's per-call floor, from the almost empty call it declares (engines.machine.floors)."""
     blocks = f"fastest of {sizes.floor_blocks} blocks of {sizes.floor_block_calls} calls per repeat"
-    sync = ", synchronised" if device.kind == "cuda" else ""
-    card.ceiling("call_floor_us.torch", "torch per-call floor",
-                 lambda: floors.CallFloor(floors.torch_call(torch, device), sizes.floor_blocks,
-                                          sizes.floor_block_calls),
-                 lambda _m: f"nn.Module x + 1 on a 1-element float32 tensor on {device.target}, inference_mode"
-                            f"{sync}, {blocks}")
-    card.ceiling("call_floor_us.onnxruntime", "onnxruntime per-call floor",
-                 lambda: floors.CallFloor(floors.onnxruntime_call(device), sizes.floor_blocks,
-                                          sizes.floor_block_calls),
-                 lambda _m: f"InferenceSession.run of a one-node Add graph (1 float32) on "
-                            f"{'CUDA' if device.kind == 'cuda' else 'CPU'}ExecutionProvider, 1 intra-op thread, "
-                            f"{blocks}")
+    for info in backends.infos():
+        key = f"call_floor_us.{info.name}"
+        try:
+            hook = getattr(backends.module(info.name), "almost_empty_call", None)
+        except Exception as exc:  # noqa: BLE001 — a backend that does not import has no floor here, and says why
+            card.unavailable(key, f"{info.label} does not import here: {exc}")
+            continue
+        if hook is None:
+            card.unavailable(key, f"{info.label} declares no almost empty call ({info.module}.almost_empty_call)")
+            continue
+        card.ceiling(key, f"{info.name} per-call floor", lambda hook=hook: _call_floor(hook, device, sizes),
+                     lambda floor: f"{floor.described}, {blocks}")
+
+
+def _call_floor(hook: Callable[[devices.Device], tuple[Callable[[], object], str]], device: devices.Device,
+                sizes: Sizes) -> floors.CallFloor:
+    call, described = hook(device)
+    return floors.CallFloor(call, sizes.floor_blocks, sizes.floor_block_calls, described=described)
 
 
 def _storage(card: _Card, storage_dir: str | None, sizes: Sizes) -> None:
@@ -336,17 +345,6 @@ def _noise_floor(card: _Card, sizes: Sizes) -> None:
 
 def _calls(count: int) -> str:
     return f"{count} call" if count == 1 else f"{count} calls"
-
-
-def _versions(torch: Any) -> dict[str, str | None]:
-    found = {"torch": str(torch.__version__)}
-    try:
-        import onnxruntime
-
-        found["onnxruntime"] = str(onnxruntime.__version__)
-    except ImportError:
-        found["onnxruntime"] = None
-    return found
 
 
 def _utc_now() -> str:

@@ -39,6 +39,7 @@ def test_every_plugin_named_in_a_registry_is_a_hidden_import(cfg):
 
     hidden = set(cfg.hidden_imports())
     named = {i.module for i in backends.infos()} | {e.module for e in catalog.ENTRIES.values()}
+    named |= {i.probe.partition(":")[0] for i in backends.infos() if i.probe}
     named |= {i.module for i in scenarios.infos()}
     named |= {t.partition(":")[0] for t in registry.SOURCES.values() if isinstance(t, str)}
     assert named <= hidden, named - hidden

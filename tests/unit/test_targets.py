@@ -103,3 +103,27 @@ def test_a_failed_discovery_still_offers_the_cpu_with_the_reason(monkeypatch):
     result = console_targets.discover_targets(refresh=True)
     assert result[0]["id"] == "cpu" and "worker took too long" in result[0]["note"]
     assert not console_targets.cache_path().exists()
+
+
+def fake_cuda_torch(majors=(8, 7)):
+    """A CUDA build of torch that sees one device per entry of `majors` (its compute capability's major)."""
+    props = [types.SimpleNamespace(name=f"GPU {i}", total_memory=(i + 1) * 2**30, major=major, minor=0)
+             for i, major in enumerate(majors)]
+    cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: len(props),
+                                 get_device_properties=lambda i: props[i])
+    backends = types.SimpleNamespace(cuda=types.SimpleNamespace(is_built=lambda: True),
+                                     mps=types.SimpleNamespace(is_available=lambda: False))
+    return types.SimpleNamespace(__version__="9.9.9+cu999", cuda=cuda, backends=backends)
+
+
+def test_the_torch_probe_lists_each_cuda_device_with_the_precisions_it_has(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", fake_cuda_torch())
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(fail_init="NVML Shared Library Not Found"))
+    found = {t["id"]: t for t in targets.discover()}
+    ampere, turing = found["cuda:0"], found["cuda:1"]
+    assert ampere["available"] and ampere["name"] == "GPU 0" and ampere["compute_capability"] == "8.0"
+    assert ampere["memory_bytes"] == 2**30 and ampere["driver"] is None
+    assert "bf16" in ampere["engine_details"]["torch"]["precisions"]
+    assert "bf16" not in turing["engine_details"]["torch"]["precisions"]  # bf16 needs sm_80+
+    assert ampere["engine_details"]["torch"]["version"] == "9.9.9+cu999"
+    assert "torch" in ampere["engines"] and not found["mps"]["available"]
