@@ -3,7 +3,8 @@
 This is the card people read from across the room: each figure has a caption, a value with three significant
 digits and its unit. A value that was not measured shows "—", never 0, and notes say why a figure is missing or
 weak (e.g. too few samples for a p99). Below the figures, the scenario block says what the load scenario reported:
-target and achieved rate, late and dropped queries, concurrency, streams, time to first token …
+target and achieved rate, late and dropped queries, concurrency, streams, time to first token … each with the
+caption, unit and format its scenario declares (engines.figures), handed in by the page that shows the run.
 
 "Copy as Markdown" (a button on the card, its context menu, and the shortcut a page gives it) only asks: the card
 is a view and holds no run, so it emits ``sig_copy_markdown_requested`` and the page that showed the run writes

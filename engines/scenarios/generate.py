@@ -36,8 +36,9 @@ from typing import Any
 
 from engines import catalog, protocol
 from engines.backends.base import LoadedModel, TokenGenerator
+from engines.figures import Figure, Figures
 from engines.kvcache.options import KvOffloadOptions
-from engines.scenarios.base import Figure, Figures, ScenarioInfo
+from engines.scenarios.base import ScenarioInfo
 from engines.spec import RunSpec
 
 INFO = ScenarioInfo("generate", "Generate (decoder models)", __name__, KvOffloadOptions,

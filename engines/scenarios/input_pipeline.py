@@ -27,9 +27,10 @@ from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
+from engines.figures import Figure, Figures
 from engines.options import SpecError, option
 from engines.scenarios import _timing
-from engines.scenarios.base import WARMUP_FIGURES, Figure, Figures, ScenarioInfo, WarmupOptions
+from engines.scenarios.base import WARMUP_FIGURES, ScenarioInfo, WarmupOptions
 from engines.spec import RunSpec
 
 COLD_CONFIRMED = 0.5  # a cold run must fetch at least this share of the bytes it read from storage

@@ -22,18 +22,11 @@ from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
+from engines.figures import Figure, Figures
 from engines.options import SpecError, option
 from engines.scenarios import _stability, _timing
 from engines.scenarios._stability import StableOptions
-from engines.scenarios.base import (
-    QUERY_FIGURES,
-    RATE_FIGURES,
-    WARMUP_FIGURES,
-    Figure,
-    Figures,
-    LoadOptions,
-    ScenarioInfo,
-)
+from engines.scenarios.base import QUERY_FIGURES, RATE_FIGURES, WARMUP_FIGURES, LoadOptions, ScenarioInfo
 from engines.spec import RunSpec
 
 DEFAULT_STREAMS = 8  # samples per query (MLPerf's original multi-stream)

@@ -27,18 +27,11 @@ from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
+from engines.figures import Figure, Figures
 from engines.options import SpecError, option
 from engines.scenarios import _stability, _timing
 from engines.scenarios._stability import StableOptions
-from engines.scenarios.base import (
-    QUERY_FIGURES,
-    WARMUP_FIGURES,
-    Figure,
-    Figures,
-    LoadOptions,
-    ScenarioInfo,
-    WarmupOptions,
-)
+from engines.scenarios.base import QUERY_FIGURES, WARMUP_FIGURES, LoadOptions, ScenarioInfo, WarmupOptions
 from engines.spec import RunSpec
 
 

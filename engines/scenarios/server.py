@@ -30,17 +30,10 @@ from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
+from engines.figures import Figure, Figures
 from engines.options import SpecError, option
 from engines.scenarios import _timing
-from engines.scenarios.base import (
-    LATENCY_BOUND,
-    RATE_FIGURES,
-    WARMUP_FIGURES,
-    Figure,
-    Figures,
-    LoadOptions,
-    ScenarioInfo,
-)
+from engines.scenarios.base import LATENCY_BOUND, RATE_FIGURES, WARMUP_FIGURES, LoadOptions, ScenarioInfo
 from engines.spec import RunSpec
 
 MAX_QPS = 1_000_000
