@@ -21,6 +21,7 @@ from console.cli import main  # noqa: E402
 from console.history import HistoryStore  # noqa: E402
 from console.report import document, gather, html_bytes  # noqa: E402
 from console.ui.history_page import HistoryPage  # noqa: E402
+from console.ui.run_page import RunPage  # noqa: E402
 from engines import protocol, scenarios  # noqa: E402
 from engines.figures import Figure, Figures  # noqa: E402
 from engines.scenarios.base import LATENCY_BOUND, NoOptions, ScenarioInfo  # noqa: E402
@@ -75,6 +76,18 @@ def test_a_new_scenarios_own_figures_reach_the_card_the_json_and_a_report(qtbot,
     (row,) = json.loads(capsys.readouterr().out)["runs"]
     assert row["scenario"]["name"] == "bursts"
     assert row["scenario"]["calls_per_burst"] == 4 and row["scenario"]["full_bursts"] == 1.0
+
+
+def test_the_run_page_shows_a_finished_runs_scenario_figures_as_declared(qtbot, tmp_path, bursts):
+    db, run_id = _stored_run(tmp_path)
+    with HistoryStore(db) as store:
+        run = store.get_run(run_id)
+    page = RunPage()
+    qtbot.addWidget(page)
+    page.handle({"type": "finished", "run_id": run_id, "status": "completed", "message": "", "spec": run["spec"],
+                 "summary": run["summary"]})
+    assert page.summary.scenario_text("calls_per_burst") == "4 calls"
+    assert page.summary.scenario_text("full_bursts") == "100%"
 
 
 def test_undeclared_values_are_listed_under_their_own_name_and_detail_is_not():
