@@ -3,7 +3,8 @@
 This is the card people read from across the room: each figure has a caption, a value with three significant
 digits and its unit. A value that was not measured shows "—", never 0, and notes say why a figure is missing or
 weak (e.g. too few samples for a p99). Below the figures, the scenario block says what the load scenario reported:
-target and achieved rate, late and dropped queries, concurrency, streams, time to first token …
+target and achieved rate, late and dropped queries, concurrency, streams, time to first token … each with the
+caption, unit and format its scenario declares (engines.figures), handed in by the page that shows the run.
 
 "Copy as Markdown" (a button on the card, its context menu, and the shortcut a page gives it) only asks: the card
 is a view and holds no run, so it emits ``sig_copy_markdown_requested`` and the page that showed the run writes
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from engines.figures import NOTES, Figures
 from widgets import theme
 from widgets.formatting import MISSING, format_number
 
@@ -50,89 +52,13 @@ COPY_TIP = ("Copy this run's summary as Markdown: figures with their intervals, 
 COPIED_MS = 2000  # how long the button says "Copied"
 _COLUMNS = 2  # fits the narrow left column of the Run and History pages
 
-# What the scenarios report (the summary's "scenario" dict), in reading order: key → caption, unit.
-SCENARIO_FIELDS: dict[str, tuple[str, str]] = {
-    "target_qps": ("Target rate", "queries/s"),
-    "achieved_qps": ("Achieved rate", "queries/s"),
-    "peak_qps": ("Peak rate found", "queries/s"),
-    "latency_bound_ms": ("p99 bound", "ms"),
-    "meets_bound": ("Meets the bound", ""),
-    "issued": ("Queries issued", ""),
-    "late": ("Late queries", ""),
-    "dropped": ("Dropped queries", ""),
-    "queue_wait_ms_p99": ("Queue wait p99", "ms"),
-    "queue_depth_max": ("Queue depth max", ""),
-    "concurrency": ("Concurrency", ""),
-    "streams": ("Streams", ""),
-    "interval_ms": ("Interval", "ms"),
-    "missed_intervals": ("Missed intervals", ""),
-    "p99_within_interval": ("p99 within interval", ""),
-    "queries": ("Queries", ""),
-    "samples_per_query": ("Samples per query", ""),
-    "padded_samples": ("Padded samples", ""),
-    "requests": ("Requests", ""),
-    "ttft_ms_p50": ("Time to first token p50", "ms"),
-    "tpot_ms_p50": ("Time per output token p50", "ms"),
-    "output_tokens_per_s": ("Output tokens", "tokens/s"),
-    "prompt_tokens": ("Prompt tokens", ""),
-    "output_tokens": ("Output tokens per request", ""),
-    "warmup_elapsed_s": ("Warm-up until stable", "s"),
-    # generate: prefill and decode apart, and the bytes a decode step reads (computed)
-    "prefill_s": ("Prefill time", "s"),
-    "decode_s": ("Decode time", "s"),
-    "prefill_tokens_per_s": ("Prefill", "tokens/s"),
-    "decode_tokens_per_s": ("Decode", "tokens/s"),
-    "decode_step_ms_mean": ("Decode step mean", "ms"),
-    "weight_bytes_per_token": ("Weights read per token (computed)", "bytes"),
-    "kv_cache_bytes": ("KV cache (computed)", "bytes"),
-    "decode_gbs": ("Decode reads", "GB/s"),
-    "decode_bandwidth_utilization": ("Decode bandwidth use", ""),
-    # generate --kv-offload: the KV cache on storage (the whole block is the scenario's kv_offload)
-    "kv_hit_rate": ("KV prefix hit rate", ""),
-    "kv_ttft_hit_ms": ("TTFT, prefix from storage", "ms"),
-    "kv_ttft_recompute_ms": ("TTFT, prefix recomputed", "ms"),
-    "kv_write_ms_p95": ("KV write p95", "ms"),
-    "kv_read_ms_p95": ("KV read p95", "ms"),
-    "kv_judgement": ("KV storage bounds", ""),
-    # input-pipeline: does the model wait for data?
-    "wait_fraction": ("Waiting for data", ""),
-    "loader_workers": ("Loader workers", ""),
-    "disk_read_mb_s": ("Disk read", "MB/s"),
-    "iops": ("Disk reads", "IOPS"),
-    "iowait": ("iowait", ""),
-    "cache_state": ("Page cache", ""),
-    "checkpoint_save_mb_s": ("Checkpoint save", "MB/s"),
-    "checkpoint_load_mb_s": ("Checkpoint load", "MB/s"),
-}
-# Reported, but shown elsewhere (the figures), folded into another row's tooltip, or detail for the JSON/history.
-_SCENARIO_DETAIL = {
-    "completed", "late_threshold_ms", "issue_delay_ms_p50", "issue_delay_ms_p99", "queue_wait_ms_mean",
-    "queue_wait_ms_p50", "queue_depth_mean", "service_ms_p50", "service_ms_p50_warmup", "latency_ms_p50",
-    "latency_ms_p99", "seed", "find_peak", "calls_per_query", "samples_per_s", "samples", "query_latency_ms",
-    "listed_requests", "warmup_requests", "tokens", "ttft_ms_mean", "tpot_ms_mean", "warmup_until_stable",
-    "warmup_stabilised", "warmup_cap_s", "prefill_tokens", "decode_tokens", "kv_read_bytes_per_token",
-    "decode_bytes_per_token", "sequence_tokens", "kv_bytes_per_position", "prefill_share", "feed_fraction",
-    "compute_fraction", "cache_reason",
-}
-_SCENARIO_NOTES = ("note", "note_dropped", "scenario_note")
 
-
-def scenario_rows(scenario: dict) -> list[tuple[str, str, str, str]]:
-    """(key, caption, value text, tooltip) for each figure a scenario reported: the known ones in reading order,
-    then any other plain value it carries under its own name, so a new scenario's figures are never hidden."""
-    rows = []
-    known = [key for key in SCENARIO_FIELDS if key in scenario]
-    others = [key for key, value in scenario.items() if key not in SCENARIO_FIELDS and key not in _SCENARIO_DETAIL
-              and key not in _SCENARIO_NOTES and (value is None or isinstance(value, (bool, int, float, str)))]
-    for key in known + others:
-        caption, unit = SCENARIO_FIELDS.get(key, (key.replace("_", " ").capitalize(), ""))
-        value = scenario[key]
-        text = ("yes" if value else "no") if isinstance(value, bool) else \
-            value if isinstance(value, str) else format_number(value)
-        if unit and text != MISSING and not isinstance(value, (bool, str)):
-            text = f"{text} {unit}"
-        rows.append((key, caption, text, _scenario_tip(key, scenario)))
-    return rows
+def scenario_rows(scenario: dict, figures: Figures | None = None) -> list[tuple[str, str, str, str]]:
+    """(key, caption, value text, tooltip) for each figure a scenario reported, as its declaration (`figures`,
+    engines.figures) reads them: the declared ones in their order, then any other plain value under its own name,
+    so a new scenario's figures are never hidden."""
+    return [(figure.key, figure.caption, figure.text(value, format_number), _scenario_tip(figure.key, scenario))
+            for figure, value in (figures or Figures()).rows(scenario)]
 
 
 def _scenario_tip(key: str, scenario: dict) -> str:
@@ -227,10 +153,10 @@ class _ScenarioBlock(QtWidgets.QWidget):
         layout.addWidget(self._notes)
         self._values: dict[str, QtWidgets.QLabel] = {}
 
-    def set_scenario(self, name: str | None, scenario: dict) -> None:
+    def set_scenario(self, name: str | None, scenario: dict, figures: Figures | None = None) -> None:
         self._clear_rows()
-        rows = scenario_rows(scenario)
-        notes = [str(scenario[key]) for key in _SCENARIO_NOTES if scenario.get(key)]
+        rows = scenario_rows(scenario, figures)
+        notes = [str(scenario[key]) for key in NOTES if scenario.get(key)]
         if not name and not rows and not notes:
             self.hide()
             return
@@ -367,12 +293,13 @@ class SummaryCard(QtWidgets.QFrame):
         layout.addStretch(1)  # a tall card keeps its figures together at the top
 
     # ---- Public API
-    def set_summary(self, summary: dict, scenario: str | None = None) -> None:
-        """Show a run summary (see the module doc for keys) of a run in the `scenario` named (its spec says which);
-        missing keys and None show "—". Clears any message."""
+    def set_summary(self, summary: dict, scenario: str | None = None, figures: Figures | None = None) -> None:
+        """Show a run summary (see the module doc for keys) of a run in the `scenario` named (its spec says which),
+        its scenario block as that scenario's `figures` declare (engines.scenarios.figures_of); missing keys and None
+        show "—". Clears any message."""
         summary = summary or {}
         block = summary.get("scenario") if isinstance(summary.get("scenario"), dict) else {}
-        self._scenario.set_scenario(scenario, block)
+        self._scenario.set_scenario(scenario, block, figures)
         latency = summary.get("latency_ms") if isinstance(summary.get("latency_ms"), dict) else {}
         range_tip = ""
         if _is_number(latency.get("min")) and _is_number(latency.get("max")):

@@ -2,7 +2,9 @@
 
 Why here, once: the verdict (for a profiled run), the decoder's bandwidth utilization (generate), and storage
 reads beside their ceiling are judged the same way whether the run came from the window, `run` or `analyze`, and
-are stored with the run, so the history, the summary card and a report all read the same finding. The card is
+are stored with the run, so the history, the summary card and a report all read the same finding. Each judges
+what the run's scenario reported (decode bytes, storage reads), never the scenario's name, so a new scenario
+that reports those figures is judged the same way. The card is
 passed in (console.machine.card_to_judge_by reads it from the history; a summary never starts a measurement);
 without one, each block says what it could not judge and why.
 """
@@ -24,8 +26,7 @@ def add_findings(summary: dict[str, Any], spec: dict[str, Any], profile: dict[st
         summary["bottleneck"] = verdict_stability.judge({  # with its stability over the profiled iterations
             "spec": spec, "summary": summary, "ops": ops, "profile": dict(profile or {}), "machine": card,
             "counters": (profile or {}).get("counters")})
-    if spec.get("scenario") == "generate":
-        decoder.annotate(summary, card)
+    decoder.annotate(summary, card)  # a run whose scenario reported decode bytes per token (generate)
     storage = storage_block(summary, card)
     if storage is not None:
         summary["storage"] = storage

@@ -3,10 +3,11 @@
 Runs with one fingerprint form a series, the unit of regression tracking. The configuration holds what the
 engineer chose to measure — the model (a model file by its content hash, so a renamed copy is the same model and
 an edited one is not), its parameters and input shapes, the engine and its options, target, precision, batch,
-threads, mode, scenario and its options, how many cores the worker was confined to (a run with a core partition:
-a window run, or the CLI's --console-cores; runs without one keep the key out, so older series go on), and the
-host. It leaves out how long the run measured (duration,
-iterations, warm-up, limits, name, measuring until stable), which change the confidence, not the quantity.
+threads, mode, scenario and its options (and the spec sections its registration reads: generate's prompt and
+output tokens), how many cores the worker was confined to (a run with a core partition: a window run, or the CLI's
+--console-cores; runs without one keep the key out, so older series go on), and the host. It leaves out how long
+the run measured (duration, iterations, warm-up, limits, name, measuring until stable), which change the
+confidence, not the quantity.
 
 Engine, driver and OS versions and the device name are left out on purpose: a series must span a framework or
 driver upgrade, because that is where regressions come from. They are the *environment*, and `differences` lists
@@ -19,11 +20,11 @@ import hashlib
 import json
 from typing import Any
 
+from engines import scenarios
 from engines.cores import format_cpus
 
 SPEC_FIELDS = ("model", "model_params", "inputs", "input_values", "engine", "target", "precision", "batch",
                "threads", "mode", "scenario", "scenario_options")
-GENERATE_SCENARIOS = ("generate",)
 # Scenario options that say how long to measure (until stable, its cap and aim), not what is measured
 LENGTH_OPTIONS = ("until_stable", "max_duration_s", "stable_windows", "stability_tolerance", "windows_per_duration",
                   "stability_allowance")
@@ -44,8 +45,8 @@ def configuration(spec: dict[str, Any], environment: dict[str, Any] | None = Non
                                           if not k.startswith("kv_")}
     engine = str(spec.get("engine") or "")
     config["engine_options"] = (spec.get("engine_options") or {}).get(engine)
-    if spec.get("scenario") in GENERATE_SCENARIOS:
-        config["generation"] = spec.get("generation")
+    for section in _scenario_sections(spec.get("scenario")):  # e.g. generate's prompt and output tokens
+        config[section] = spec.get(section)
     digest = model_file_sha256(environment)
     if digest:
         config["model"] = f"sha256:{digest}"
@@ -56,6 +57,13 @@ def configuration(spec: dict[str, Any], environment: dict[str, Any] | None = Non
     if host_id:
         config["host_id"] = host_id
     return config
+
+
+def _scenario_sections(name: Any) -> list[str]:
+    """The spec sections beyond its own options that the scenario `name` reads (its registration's extra_fields,
+    e.g. "generation" for generate): they are part of what it measures."""
+    found = scenarios.declared(name) if isinstance(name, str) else None
+    return sorted({path.split(".")[0] for path in found.extra_fields}) if found is not None else []
 
 
 def fingerprint(config: dict[str, Any]) -> str:

@@ -38,6 +38,7 @@ import numpy as np
 
 from console.analysis import drift
 from console.analysis.stats import min_samples_for_percentile, percentile_key
+from console.analysis.validity_text import latency_bound_rules
 
 
 @dataclass(frozen=True)
@@ -114,9 +115,10 @@ def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None
     events carry them; None = back to back, starts from the cumulative latencies). duration_s: the measured
     wall time when known (the `result` event's measured_s), else from the first start to the last end.
     warmup_latency_ns: the warm-up iterations, when recorded (reported under "warmup", never a failure).
-    scenario: "server" judges the latency bound instead of stability (module docstring); any other value, or
-    None, keeps the stability rule. latency_bound_ms, dropped: the server run's bound (None: not given) and the
-    queries it issued but never served (each counts as over the bound). noise_floor: the machine's noise floor
+    scenario: one whose registration declares LATENCY_BOUND rules (server) is judged on the latency bound instead
+    of stability (module docstring); any other, or None, keeps the stability rule. latency_bound_ms, dropped: the
+    server run's bound (None: not given) and the queries it issued but never served (each counts as over the
+    bound). noise_floor: the machine's noise floor
     (engines.machine.noise; None: not measured): stability is judged against it and tells drift from jitter
     (console.analysis.drift); the floor used is kept under stability.noise_floor. base_windows: for a run
     measured until stable and extended, the windows of its duration (drift.judge: a fall that settled is a note).
@@ -143,7 +145,7 @@ def assess(latency_ns: Any, t_ns: Any = None, rules: ValidityRules | None = None
     reasons: list[dict[str, str]] = []
     notes: list[str] = []
 
-    server = scenario == "server"
+    server = latency_bound_rules(scenario)
     bound = _latency_bound(latency, latency_bound_ms, dropped, rules) if server and n else None
     required_iterations = max([rules.min_count] + [_needed(q, rules) for q in rules.percentiles]
                               + ([bound["required"]] if bound else []))

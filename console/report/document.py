@@ -17,6 +17,7 @@ from console.report.collectives_section import collectives_blocks, collectives_c
 from console.report.content import Report, RunView
 from console.report.finding import finding
 from console.report.scaling_section import scaling_blocks
+from console.report.scenario_section import scenario_blocks
 from console.report.storage_section import storage_blocks, storage_commands
 
 TOP_OPS = 12
@@ -58,6 +59,7 @@ def build(report: Report) -> list[Block]:
     blocks += storage_blocks(report, Block)
     blocks += collectives_blocks(report, Block)
     blocks += scaling_blocks(report, Block)
+    blocks += scenario_blocks(report, Block)
     blocks += _validity(report.runs)
     blocks += _kv_offload(report.runs)
     if report.sweep is not None:

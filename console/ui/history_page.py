@@ -24,6 +24,7 @@ from console.history import HistoryError, HistoryStore, damage
 from console.ui.run_page import put_markdown_on_clipboard
 from console.ui.run_plots import RunPlots
 from console.ui.settings import Settings
+from engines import scenarios
 from widgets import theme
 from widgets.confirm_panel import ConfirmPanel
 from widgets.history_filters import HistoryFilters
@@ -187,7 +188,8 @@ class HistoryPage(QtWidgets.QWidget):
         self._opened_run = run
         self.plots.show_stored(run, t_ns, latency_ns, samples)
         if run.get("summary"):
-            self.summary.set_summary(run["summary"], scenario=(run.get("spec") or {}).get("scenario"))
+            name = (run.get("spec") or {}).get("scenario")
+            self.summary.set_summary(run["summary"], scenario=name, figures=scenarios.figures_of(name))
         else:
             self.summary.clear()
         if run.get("error"):

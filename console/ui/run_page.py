@@ -10,7 +10,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from console.analysis import finished_run, roofline
 from console.analysis.summary_markdown import run_markdown
 from console.ui.run_plots import RunPlots
-from engines import phases
+from engines import phases, scenarios
 from widgets import live_plot, theme
 from widgets.confirm_panel import ConfirmPanel
 from widgets.doctor_view import NoiseBanner
@@ -158,7 +158,8 @@ class RunPage(QtWidgets.QWidget):
             self.last_record = event
             self.form.set_running(False)
             self.plots.refresh()
-            self.summary.set_summary(event["summary"], scenario=(event.get("spec") or {}).get("scenario"))
+            name = (event.get("spec") or {}).get("scenario")
+            self.summary.set_summary(event["summary"], scenario=name, figures=scenarios.figures_of(name))
             node = (event.get("environment") or {}).get("node")
             self.progress.finish(event["status"], event["message"] or f"run {event['run_id'][:8]} {event['status']}")
             if event["status"] == "failed":

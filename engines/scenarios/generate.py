@@ -36,13 +36,38 @@ from typing import Any
 
 from engines import catalog, protocol
 from engines.backends.base import LoadedModel, TokenGenerator
+from engines.figures import Figure, Figures
 from engines.kvcache.options import KvOffloadOptions
 from engines.scenarios.base import ScenarioInfo
 from engines.spec import RunSpec
 
 INFO = ScenarioInfo("generate", "Generate (decoder models)", __name__, KvOffloadOptions,
                     summary="prefill then token-by-token decode: time to first token and per output token",
-                    extra_fields=("generation.prompt_tokens", "generation.output_tokens"))
+                    extra_fields=("generation.prompt_tokens", "generation.output_tokens"),
+                    figures=Figures((
+                        Figure("requests", "Requests"), Figure("ttft_ms_p50", "Time to first token p50", "ms"),
+                        Figure("tpot_ms_p50", "Time per output token p50", "ms"),
+                        Figure("output_tokens_per_s", "Output tokens", "tokens/s"),
+                        Figure("prompt_tokens", "Prompt tokens"), Figure("output_tokens", "Output tokens per request"),
+                        # prefill and decode apart, and the bytes a decode step reads (computed; the console adds
+                        # decode_gbs and its utilization: console.analysis.decoder)
+                        Figure("prefill_s", "Prefill time", "s"), Figure("decode_s", "Decode time", "s"),
+                        Figure("prefill_tokens_per_s", "Prefill", "tokens/s"),
+                        Figure("decode_tokens_per_s", "Decode", "tokens/s"),
+                        Figure("decode_step_ms_mean", "Decode step mean", "ms"),
+                        Figure("weight_bytes_per_token", "Weights read per token (computed)", "bytes"),
+                        Figure("kv_cache_bytes", "KV cache (computed)", "bytes"),
+                        Figure("decode_gbs", "Decode reads", "GB/s"),
+                        Figure("decode_bandwidth_utilization", "Decode bandwidth use"),
+                        # --kv-offload: the KV cache on storage (the whole block is the result's kv_offload)
+                        Figure("kv_hit_rate", "KV prefix hit rate"),
+                        Figure("kv_ttft_hit_ms", "TTFT, prefix from storage", "ms"),
+                        Figure("kv_ttft_recompute_ms", "TTFT, prefix recomputed", "ms"),
+                        Figure("kv_write_ms_p95", "KV write p95", "ms"), Figure("kv_read_ms_p95", "KV read p95", "ms"),
+                        Figure("kv_judgement", "KV storage bounds")),
+                        detail=("listed_requests", "warmup_requests", "tokens", "ttft_ms_mean", "tpot_ms_mean",
+                                "prefill_tokens", "decode_tokens", "kv_read_bytes_per_token", "decode_bytes_per_token",
+                                "sequence_tokens", "kv_bytes_per_position", "prefill_share")))
 
 FLUSH_NS = 100_000_000  # ship latencies about every 100 ms
 CHUNK = 4096  # preallocated slots; a chunk is shipped early if it fills before 100 ms

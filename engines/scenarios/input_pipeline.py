@@ -27,9 +27,10 @@ from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
+from engines.figures import Figure, Figures
 from engines.options import SpecError, option
 from engines.scenarios import _timing
-from engines.scenarios.base import ScenarioInfo, WarmupOptions
+from engines.scenarios.base import WARMUP_FIGURES, ScenarioInfo, WarmupOptions
 from engines.spec import RunSpec
 
 COLD_CONFIRMED = 0.5  # a cold run must fetch at least this share of the bytes it read from storage
@@ -67,7 +68,14 @@ class InputPipelineOptions(WarmupOptions):
 
 INFO = ScenarioInfo("input-pipeline", "Input pipeline", __name__, InputPipelineOptions,
                     summary="the model fed from files by loader threads: samples/s, time waiting for data, "
-                            "disk MB/s, IOPS, iowait, cold or warm page cache")
+                            "disk MB/s, IOPS, iowait, cold or warm page cache",
+                    figures=WARMUP_FIGURES + Figures((
+                        Figure("wait_fraction", "Waiting for data"), Figure("loader_workers", "Loader workers"),
+                        Figure("disk_read_mb_s", "Disk read", "MB/s"), Figure("iops", "Disk reads", "IOPS"),
+                        Figure("iowait", "iowait"), Figure("cache_state", "Page cache"),
+                        Figure("checkpoint_save_mb_s", "Checkpoint save", "MB/s"),
+                        Figure("checkpoint_load_mb_s", "Checkpoint load", "MB/s")),
+                        detail=("feed_fraction", "compute_fraction", "cache_reason")))
 
 
 def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None],

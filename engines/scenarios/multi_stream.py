@@ -22,10 +22,11 @@ from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
+from engines.figures import Figure, Figures
 from engines.options import SpecError, option
 from engines.scenarios import _stability, _timing
 from engines.scenarios._stability import StableOptions
-from engines.scenarios.base import LoadOptions, ScenarioInfo
+from engines.scenarios.base import QUERY_FIGURES, RATE_FIGURES, WARMUP_FIGURES, LoadOptions, ScenarioInfo
 from engines.spec import RunSpec
 
 DEFAULT_STREAMS = 8  # samples per query (MLPerf's original multi-stream)
@@ -55,7 +56,12 @@ class MultiStreamOptions(LoadOptions, StableOptions):
 
 
 INFO = ScenarioInfo("multi-stream", "Multi-stream", __name__, MultiStreamOptions,
-                    summary="a query of N samples at a fixed cadence (N cameras); missed intervals counted")
+                    summary="a query of N samples at a fixed cadence (N cameras); missed intervals counted",
+                    figures=RATE_FIGURES + Figures((
+                        Figure("streams", "Streams"), Figure("interval_ms", "Interval", "ms"),
+                        Figure("missed_intervals", "Missed intervals"),
+                        Figure("p99_within_interval", "p99 within interval")),
+                        detail=("calls_per_query", "latency_ms_p99")) + QUERY_FIGURES + WARMUP_FIGURES)
 
 
 def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None],

@@ -27,10 +27,11 @@ from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
+from engines.figures import Figure, Figures
 from engines.options import SpecError, option
 from engines.scenarios import _stability, _timing
 from engines.scenarios._stability import StableOptions
-from engines.scenarios.base import LoadOptions, ScenarioInfo, WarmupOptions
+from engines.scenarios.base import QUERY_FIGURES, WARMUP_FIGURES, LoadOptions, ScenarioInfo, WarmupOptions
 from engines.spec import RunSpec
 
 
@@ -56,7 +57,10 @@ class OfflineOptions(LoadOptions, StableOptions):
 
 
 INFO = ScenarioInfo("offline", "Offline", __name__, OfflineOptions,
-                    summary="maximum throughput: the model kept busy back to back, from one or more threads")
+                    summary="maximum throughput: the model kept busy back to back, from one or more threads",
+                    figures=Figures((Figure("concurrency", "Concurrency"),)) + QUERY_FIGURES
+                    + Figures((Figure("padded_samples", "Padded samples"),), detail=("query_latency_ms",))
+                    + WARMUP_FIGURES)
 
 
 def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None],

@@ -30,9 +30,10 @@ from typing import Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
+from engines.figures import Figure, Figures
 from engines.options import SpecError, option
 from engines.scenarios import _timing
-from engines.scenarios.base import LoadOptions, ScenarioInfo
+from engines.scenarios.base import LATENCY_BOUND, RATE_FIGURES, WARMUP_FIGURES, LoadOptions, ScenarioInfo
 from engines.spec import RunSpec
 
 MAX_QPS = 1_000_000
@@ -62,7 +63,19 @@ class ServerOptions(LoadOptions):
 
 
 INFO = ScenarioInfo("server", "Server", __name__, ServerOptions,
-                    summary="Poisson arrivals at a target rate, queueing counted; or the peak rate under a p99 bound")
+                    summary="Poisson arrivals at a target rate, queueing counted; or the peak rate under a p99 bound",
+                    figures=RATE_FIGURES + Figures((
+                        Figure("peak_qps", "Peak rate found", "queries/s"),
+                        Figure("latency_bound_ms", "p99 bound", "ms"),
+                        Figure("meets_bound", "Meets the bound"), Figure("issued", "Queries issued"),
+                        Figure("late", "Late queries"), Figure("dropped", "Dropped queries"),
+                        Figure("queue_wait_ms_p99", "Queue wait p99", "ms"),
+                        Figure("queue_depth_max", "Queue depth max")),
+                        detail=("completed", "late_threshold_ms", "issue_delay_ms_p50", "issue_delay_ms_p99",
+                                "queue_wait_ms_mean", "queue_wait_ms_p50", "queue_depth_mean", "service_ms_p50",
+                                "service_ms_p50_warmup", "latency_ms_p50", "latency_ms_p99", "seed", "find_peak"))
+                    + WARMUP_FIGURES,
+                    validity=LATENCY_BOUND)
 
 SEED = 20240601  # the arrival pattern is the same on every run (and every trial) at a given rate
 LATE_NS = 1_000_000  # a query issued more than 1 ms after its scheduled arrival counts as late

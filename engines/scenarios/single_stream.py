@@ -21,7 +21,7 @@ from engines.backends.base import LoadedModel
 from engines.scenarios import _stability, _timing
 from engines.scenarios._stability import StableOptions
 from engines.scenarios._timing import CHUNK, FLUSH_NS
-from engines.scenarios.base import ScenarioInfo, WarmupOptions
+from engines.scenarios.base import WARMUP_FIGURES, ScenarioInfo, WarmupOptions
 from engines.spec import RunSpec
 
 
@@ -35,7 +35,8 @@ class SingleStreamOptions(WarmupOptions, StableOptions):
 
 
 INFO = ScenarioInfo("single-stream", "Single-stream", __name__, SingleStreamOptions,
-                    summary="one query at a time, back to back: the latency a single user sees")
+                    summary="one query at a time, back to back: the latency a single user sees",
+                    figures=WARMUP_FIGURES)
 
 
 def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None],

@@ -9,7 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
 
-from engines import phases  # noqa: E402
+from engines import phases, scenarios  # noqa: E402
 from widgets import live_plot, theme  # noqa: E402
 from widgets.formatting import format_number, format_quantity  # noqa: E402
 from widgets.history_table import COL_BATCH, COL_P50, COL_STATUS, COL_THROUGHPUT, HistoryTable  # noqa: E402
@@ -698,7 +698,7 @@ def test_summary_card_shows_the_scenario_block(qtbot):
         "target_qps": 40.0, "achieved_qps": 39.2, "issued": 402, "completed": 400, "late": 3, "late_threshold_ms": 1.0,
         "dropped": 2, "queue_wait_ms_p99": 4.25, "queue_wait_ms_p50": 0.5, "seed": 1234, "latency_ms_p99": 9.0,
         "warmup_window_medians_ms": [1.0, 1.1], "note_dropped": "2 queries were still queued", "new_figure": 7}},
-        scenario="server")
+        scenario="server", figures=scenarios.figures_of("server"))
     assert card.scenario_title() == "server scenario"
     assert card.scenario_text("target_qps") == "40.0 queries/s"
     assert card.scenario_text("achieved_qps") == "39.2 queries/s"
@@ -708,7 +708,8 @@ def test_summary_card_shows_the_scenario_block(qtbot):
     assert card.scenario_text("seed") == "" and card.scenario_text("warmup_window_medians_ms") == ""
     assert "still queued" in card.scenario_notes()
     card.set_summary({"scenario": {"ttft_ms_p50": 12.5, "tpot_ms_p50": 3.25, "output_tokens_per_s": 310.0,
-                                   "meets_bound": False}}, scenario="generate")
+                                   "meets_bound": False}}, scenario="generate",
+                     figures=scenarios.figures_of("generate"))
     assert card.scenario_text("ttft_ms_p50") == "12.5 ms" and card.scenario_text("tpot_ms_p50") == "3.25 ms"
     assert card.scenario_text("meets_bound") == "no" and card.scenario_text("target_qps") == ""
     card.clear()

@@ -129,11 +129,12 @@ def test_the_report_has_a_kv_section_whose_verdict_row_is_coloured():
 
 
 def test_the_summary_card_lists_the_flat_kv_figures_with_captions_and_units():
+    from engines import scenarios
     from widgets.summary_card import scenario_rows
 
     rows = {key: (caption, text) for key, caption, text, _ in scenario_rows({
         "kv_hit_rate": 0.5, "kv_ttft_hit_ms": 2.0, "kv_ttft_recompute_ms": None, "kv_judgement": "passed",
-        "kv_offload": BLOCK})}
+        "kv_offload": BLOCK}, scenarios.figures_of("generate"))}
     assert rows["kv_ttft_hit_ms"] == ("TTFT, prefix from storage", "2.00 ms")
     assert rows["kv_ttft_recompute_ms"][1] == "—" and rows["kv_judgement"] == ("KV storage bounds", "passed")
     assert "kv_offload" not in rows  # the whole block is for the JSON, the report and Copy as Markdown
