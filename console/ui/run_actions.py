@@ -7,9 +7,9 @@ from typing import Any
 
 
 class RunActionsWindow:
-    """Expects the window's `run_page`, `history_page`, `controller`, `workspace`, `store`, `settings`, `status`,
-    `confirm`, `_analyze_card`, `_remote_choice`, `_confirm_code`, `_trusts_code`, `show_page` and `_show_error`
-    (console.ui.main_window)."""
+    """Expects the window's `run_page`, `pages`, `tabs`, `controller`, `workspace`, `store`, `settings`, `status`,
+    `confirm`, `_links`, `_analyze_card`, `_remote_choice`, `_confirm_code`, `_trusts_code`, `show_page` and
+    `_show_error` (console.ui.main_window)."""
 
     # ---- Public API
     def start_run(self, values: dict[str, Any] | None = None) -> str | None:

@@ -14,7 +14,7 @@ class RunSetupWindow:
     """Expects the window's `run_page`, `settings`, `status`, `_targets`, `_code_files`, `_cluster`, `_all_targets`
     and `_show_error` (console.ui.main_window)."""
 
-    # ---- Public API
+    # ---- Public API (refresh_targets, open_model_dialog, add_model_file; attach() calls _attach_run_setup)
     def _attach_run_setup(self) -> None:
         """Called by attach() once the Run page is built: background discovery and inspection, the form's choices
         and its remembered values."""
