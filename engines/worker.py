@@ -38,9 +38,6 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
 
     `confined`: this process's sandbox state (engines.sandbox; `worker_main` applies it), sent in hello."""
     confined = confined or IN_PROCESS
-    # On its own thread: nothing waits for the process sample; sent with `loaded` when the load outlasted it, else
-    # with `result` (its last pass falls in the load or the warm-up, 1 s by default)
-    sample = hygiene.InBackground(exclude_pids=[os.getppid()])
     emit(protocol.make("hello", pid=os.getpid(), versions=_versions(), t_ns=time.perf_counter_ns(),
                        sandbox=confined))
     try:
@@ -52,6 +49,9 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
         # By name, as backends are (engines.registry): its ranks import torch, and the console imports this module
         importlib.import_module("engines.ddp.driver").run_distributed(spec, emit, cancelled)
         return
+    # On its own thread: nothing waits for the process sample; sent with `loaded` when the load outlasted it, else
+    # with `result` (its last pass falls in the load or the warm-up, 1 s by default)
+    sample = hygiene.InBackground(exclude_pids=[os.getppid()])
     emit(protocol.make("phase", phase="loading", t_ns=time.perf_counter_ns()))
     try:
         read = _timed_read(spec.model) if spec.is_file else None
