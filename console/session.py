@@ -206,6 +206,8 @@ class RunSession:
             if event.get("hygiene") is not None:  # sampled over the load (an older worker sent it in hello)
                 self._environment["hygiene"] = event["hygiene"]
             self._writer.set_environment(self.run_id, self._environment)
+        elif kind == "result" and event.get("hygiene") is not None:  # its sample outlasted a quick load
+            self._environment["hygiene"] = event["hygiene"]  # stored with the run's end (finish_run)
         elif kind == "profile":
             event = self._keep_profile(event)
         self._emit(event)

@@ -23,9 +23,10 @@ ERROR_KINDS = ("spec", "load", "runtime", "cancelled", "internal")
 FIELDS: dict[str, tuple[str, ...]] = {
     "hello": ("pid", "versions"),  # optional: sandbox (engines.sandbox state: active, summary, dir, abi)
     "phase": ("phase", "t_ns"),
-    "loaded": ("load_s", "params", "model_bytes"),  # optional: hygiene (engines.hygiene, sampled over the load)
+    "loaded": ("load_s", "params", "model_bytes"),  # optional: hygiene (engines.hygiene), when taken by then
     "latencies": ("t_ns", "latency_ns"),
     "progress": ("phase", "fraction", "iterations", "elapsed_s"),
+    # optional: hygiene, when it was not ready for `loaded` (engines.worker takes it beside the load)
     "result": ("iterations", "measured_s", "warmup_iterations", "first_inference_ms", "batch"),
     "error": ("kind", "message", "traceback"),
     # The engine's own profile (engines.profiling): op rows, the Chrome trace's path, counters or None, notes.

@@ -37,7 +37,6 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
 
     `confined`: this process's sandbox state (engines.sandbox; `worker_main` applies it), sent in hello."""
     confined = confined or IN_PROCESS
-    sampling = hygiene.Sampling(exclude_pids=[os.getppid()])  # finished after the load, which it overlaps
     emit(protocol.make("hello", pid=os.getpid(), versions=_versions(), t_ns=time.perf_counter_ns(),
                        sandbox=confined))
     try:
@@ -49,6 +48,10 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
         # By name, as backends are (engines.registry): its ranks import torch, and the console imports this module
         importlib.import_module("engines.ddp.driver").run_distributed(spec, emit, cancelled)
         return
+    # On its own thread: the load does not wait for the process sample; sent with `loaded` when the load outlasted
+    # it, else with `result` (its last pass falls in the load or the warm-up, 1 s by default; a run with a shorter
+    # warm-up waits for it before its first iteration, so it never falls on a measured one)
+    sample = hygiene.InBackground(exclude_pids=[os.getppid()])
     emit(protocol.make("phase", phase="loading", t_ns=time.perf_counter_ns()))
     try:
         read = _timed_read(spec.model) if spec.is_file else None
@@ -64,8 +67,12 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
         model.close()
         emit(_error("spec", exc))
         return
+    if spec.warmup_s < hygiene.SAMPLE_S:
+        sample.result()  # no warm-up to hide its last pass in: it must not fall on measured iterations
+    sent_hygiene = sample.done()
     emit(protocol.make("loaded", load_s=model.load_s, params=model.params, model_bytes=model.model_bytes,
-                       versions=model.versions, details=model.details, hygiene=hygiene.collect(sampling=sampling)))
+                       versions=model.versions, details=model.details,
+                       **({"hygiene": sample.result()} if sent_hygiene else {})))
     try:
         result = scenarios.module(spec.scenario).run(model, spec, emit, cancelled)
         if spec.profile_iterations and not cancelled():
@@ -77,7 +84,8 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
     finally:
         model.close()
     emit(protocol.make("phase", phase="finishing", t_ns=time.perf_counter_ns()))
-    emit(protocol.make("result", cancelled=cancelled(), **result))
+    late = {} if sent_hygiene else {"hygiene": sample.result()}
+    emit(protocol.make("result", cancelled=cancelled(), **late, **result))
 
 
 def worker_main(conn, spec_data: dict[str, Any]) -> None:

@@ -5,8 +5,11 @@ by position) and its View-menu entry. The light shell paints a placeholder per e
 imported (this module imports only the standard library), then `build()` makes the real page.
 
 A factory is a callable taking a `PageContext`, or "package.module:attribute" naming one, imported only when the
-page is built. A new page whose class takes the context is one line:
+page is built (when the page is first shown, or first asked for). A new page whose class takes the context is one
+line:
     PageInfo("report", "Report", "console.ui.report_page:ReportPage")
+A page that talks to other pages declares it in `links` (console.ui.page_links): the connection is made when both
+exist, so the window names no page-to-page wiring.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from console.ui.page_links import Link
 
 if TYPE_CHECKING:
     from PySide6 import QtWidgets
@@ -41,6 +46,7 @@ class PageInfo:
     name: str  # stable key: remembered as the open page, `MainWindow.page(name)`
     title: str  # the tab's text; the View menu says "<title> page"
     factory: Callable[[PageContext], QtWidgets.QWidget] | str
+    links: tuple[Link, ...] = ()  # what this page hears from other pages, or asks of them
 
     def build(self, context: PageContext) -> QtWidgets.QWidget:
         factory = self.factory
@@ -57,6 +63,11 @@ def shortcut(position: int) -> str | None:
     return f"Ctrl+{position + 1}" if position < MAX_SHORTCUTS else None
 
 
+def links(infos: list[PageInfo]) -> list[Link]:
+    """Every link the pages declare."""
+    return [link for info in infos for link in info.links]
+
+
 # ---- The built-in pages (their constructors predate the context; each factory wires one)
 def _run(context: PageContext) -> QtWidgets.QWidget:
     from console.ui.run_page import RunPage
@@ -67,15 +78,19 @@ def _run(context: PageContext) -> QtWidgets.QWidget:
 def _history(context: PageContext) -> QtWidgets.QWidget:
     from console.ui.history_page import HistoryPage
 
-    return HistoryPage(context.workspace.store, measuring=lambda: context.workspace.measuring)
+    page = HistoryPage(context.workspace.store, measuring=lambda: context.workspace.measuring)
+    page.reload()
+    return page
 
 
 def _sweeps(context: PageContext) -> QtWidgets.QWidget:
     from console.ui.sweep_page import SweepPage
 
-    return SweepPage(context.workspace, base_values=context.base_values, targets=context.targets,
+    page = SweepPage(context.workspace, base_values=context.base_values, targets=context.targets,
                      cluster_address=context.cluster_address, is_code=context.is_code,
                      trusts_code=context.trusts_code)
+    page.reload()
+    return page
 
 
 def _system(context: PageContext) -> QtWidgets.QWidget:
@@ -84,14 +99,47 @@ def _system(context: PageContext) -> QtWidgets.QWidget:
     return SystemPage(context.workspace.hub)
 
 
+# ---- What the built-in pages do for each other (console.ui.page_links)
+def _reload(page: Any, *_signal_arguments: Any) -> None:
+    """A page that lists stored runs reads the history again."""
+    page.reload()
+
+
+def _noise_report(run: Any, report: dict[str, Any]) -> None:
+    """The Machine page's noise check feeds the Run page's banner, which warns before a run when something is off."""
+    run.noise_banner.set_report(report)
+
+
+def _open_sweep(sweeps: Any, sweep_id: str) -> None:
+    sweeps.open_sweep(sweep_id)
+
+
+def _compare(compare: Any, run_ids: list[str]) -> None:
+    compare.compare(run_ids)
+
+
+def _shown(_page: Any, *_signal_arguments: Any) -> None:
+    """Nothing more: being brought to the front was the request."""
+
+
+_RUNS_DELETED = "sig_runs_deleted"  # the History page deleted runs: the pages that list stored runs read again
+
 PAGES: list[PageInfo] = [
-    PageInfo("run", "Run", _run),
-    PageInfo("history", "History", _history),
-    PageInfo("sweeps", "Sweeps", _sweeps),
+    PageInfo("run", "Run", _run, links=(
+        Link("machine", "sig_doctor_report", "run", _noise_report),
+        Link("run", "noise_banner.sig_details_requested", "machine", _shown, opens=True))),
+    PageInfo("history", "History", _history, links=(
+        Link("sweeps", "sig_sweep_finished", "history", _reload),
+        Link("storage", "sig_stored", "history", _reload),  # a stored storage benchmark is a run too
+        Link("history", "sig_sweep_activated", "sweeps", _open_sweep, opens=True),
+        Link("history", "sig_compare_requested", "compare", _compare, opens=True))),
+    PageInfo("sweeps", "Sweeps", _sweeps, links=(Link("history", _RUNS_DELETED, "sweeps", _reload),)),
     PageInfo("system", "System", _system),
     PageInfo("machine", "Machine", "console.ui.machine_page:MachinePage"),
     PageInfo("compare", "Compare", "console.ui.compare_page:ComparePage"),
-    PageInfo("storage", "Storage", "console.ui.storage_page:StoragePage"),
+    PageInfo("storage", "Storage", "console.ui.storage_page:StoragePage",
+             links=(Link("history", _RUNS_DELETED, "storage", _reload),)),
     PageInfo("topology", "Topology", "console.ui.topology_page:TopologyPage"),
-    PageInfo("scaling", "Scaling", "console.ui.scaling_page:ScalingPage"),
+    PageInfo("scaling", "Scaling", "console.ui.scaling_page:ScalingPage",
+             links=(Link("history", _RUNS_DELETED, "scaling", _reload),)),
 ]

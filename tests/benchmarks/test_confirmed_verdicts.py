@@ -138,7 +138,8 @@ def profiled(case: BenchCase, card: dict[str, Any]) -> tuple[dict[str, Any], dic
                           "latency_ms": {"p50": float(np.median(latency))}, "scenario": {}, "telemetry": {}},
               "ops": profile.get("ops") or [], "profile": {k: v for k, v in profile.items() if k != "ops"},
               "environment": {"engine": {"versions": loaded.get("versions", {}), **(loaded.get("details") or {})},
-                              "hygiene": loaded.get("hygiene")}}
+                              "hygiene": next((e["hygiene"] for e in events if e["type"] in ("loaded", "result")
+                                               and e.get("hygiene")), None)}}
     return record, analysis_verdict(record, card)
 
 

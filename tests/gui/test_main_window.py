@@ -250,7 +250,7 @@ def test_runs_deleted_on_the_history_page_make_the_pages_that_list_runs_read_aga
     """The Sweeps, Storage and Scaling pages list stored runs: after a delete none may offer a run that is gone."""
     read_again = []
     for name in ("sweeps", "storage", "scaling"):
-        page = window.pages[name]
+        page = window.page(name)
         monkeypatch.setattr(page, "reload", lambda name=name: read_again.append(name))
     window.history_page.sig_runs_deleted.emit(["0123abcd"])
     assert sorted(read_again) == ["scaling", "storage", "sweeps"]

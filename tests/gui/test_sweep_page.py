@@ -197,7 +197,8 @@ def test_the_window_has_a_sweeps_tab_on_ctrl_3(qtbot, tmp_path):
 
     window = build_main_window(tmp_path / "history.db", discover_targets=False, telemetry_hz=None)
     qtbot.addWidget(window)
-    assert window.tabs.tabText(2) == "Sweeps" and window.tabs.widget(2) is window.sweep_page
+    page = window.sweep_page  # built when first asked for (or shown)
+    assert window.tabs.tabText(2) == "Sweeps" and window.tabs.widget(2) is page
     actions = {a.text().replace("&", ""): a for menu in window.menuBar().actions() for a in menu.menu().actions()}
     assert actions["Sweeps page"].shortcut().toString() == "Ctrl+3"
     window.run_page.form.set_values({"model": "mlp", "target": "cpu"})

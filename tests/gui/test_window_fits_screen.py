@@ -47,6 +47,8 @@ def analysed(window) -> str:
 
 
 def fits(window) -> None:
+    for info in window.page_infos:  # every page, built as when each has been shown once
+        window.page(info.name)
     hint = window.minimumSizeHint()
     assert hint.height() <= MAX_MINIMUM.height() and hint.width() <= MAX_MINIMUM.width(), hint
     for name, page in window.pages.items():  # each page alone, so that none hides behind another's minimum
