@@ -16,7 +16,8 @@ from PySide6 import QtCore, QtWidgets
 from console.demo import figures
 from engines import phases
 from widgets import theme
-from widgets.demo_tiles import Banner, DemoTrace, FigureTile, ScaledLabel
+from widgets.demo_tiles import Banner, FigureTile, ScaledLabel
+from widgets.demo_trace import DemoTrace
 from widgets.formatting import format_number
 
 MEASURED_X = "time measuring (s)"
