@@ -10,7 +10,6 @@ import sys
 from typing import Any
 
 from console.cli.common import (
-    EXIT_CANCELLED,
     EXIT_FAILED,
     EXIT_OK,
     add_console_cores_option,
@@ -23,6 +22,7 @@ from console.cli.common import (
     open_writer,
     option_problem,
     spec_values,
+    status_exit,
     wants_json,
 )
 
@@ -123,7 +123,7 @@ def main(args: argparse.Namespace) -> int:
             print_confirmation(report["confirmation"])
     if as_json:
         emit_json(report)
-    code = {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+    code = status_exit(record["status"])
     code = confirmed if code == EXIT_OK else code  # a confirmation round that failed is exit 1
     return EXIT_FAILED if code == EXIT_OK and trace_failed else code  # a --trace asked for and not written
 

@@ -8,9 +8,7 @@ import sys
 from typing import Any
 
 from console.cli.common import (
-    EXIT_CANCELLED,
     EXIT_FAILED,
-    EXIT_OK,
     EXIT_USAGE,
     add_cluster_options,
     add_console_cores_option,
@@ -25,6 +23,7 @@ from console.cli.common import (
     option_problem,
     parse_on,
     spec_values,
+    status_exit,
     wants_json,
 )
 
@@ -109,7 +108,7 @@ def main(args: argparse.Namespace) -> int:
         emit_json(report)
     else:
         _print_run(report)
-    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+    return status_exit(record["status"])
 
 
 # ---- Private API

@@ -12,9 +12,7 @@ import sys
 from typing import Any
 
 from console.cli.common import (
-    EXIT_CANCELLED,
     EXIT_FAILED,
-    EXIT_OK,
     add_cluster_options,
     add_console_cores_option,
     add_spec_options,
@@ -27,6 +25,7 @@ from console.cli.common import (
     option_problem,
     parse_on,
     spec_values,
+    status_exit,
     wants_json,
 )
 
@@ -145,7 +144,7 @@ def main(args: argparse.Namespace) -> int:
         emit_json(report(record))
     else:
         _print_sweep(record, knee_text(record["knee"], record["knee_axis"]))
-    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+    return status_exit(record["status"])
 
 
 # ---- Private API
