@@ -11,7 +11,6 @@ from console.cli.common import (
     EXIT_FAILED,
     EXIT_USAGE,
     add_cluster_options,
-    add_console_cores_option,
     add_spec_options,
     console_partition,
     emit_json,
@@ -20,12 +19,12 @@ from console.cli.common import (
     fmt,
     join_cluster,
     open_writer,
-    option_problem,
     parse_on,
     spec_values,
     status_exit,
     wants_json,
 )
+from console.cli.run_options import add_run_options, spec_from_flags
 
 NAME = "run"
 HELP = "run a model once and store the run"
@@ -38,18 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec", metavar="FILE", default=None,
                         help="run the spec in this JSON file (a RunSpec, or one run written by `labconsole export "
                              "--format json`) instead of spec flags")
-    parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
-    add_console_cores_option(parser)
-    from console.cli.rules_cmd import add_rules_option
-
-    add_rules_option(parser)
+    add_run_options(parser)
     add_cluster_options(parser, "run on a node of this Ray lab cluster (HOST:PORT of its head) instead of here",
                         "fail when no node starts the run within S seconds (default 60)", on=True)
 
 def main(args: argparse.Namespace) -> int:
     from console.history import HistoryError
     from console.session import RunSession
-    from console.specs import SpecError, build_spec
     from engines.spec import spec_fields
 
     if args.spec is not None:
@@ -57,10 +51,9 @@ def main(args: argparse.Namespace) -> int:
         if spec is None:
             return EXIT_USAGE
     else:
-        try:
-            spec = build_spec(spec_values(args, spec_fields()))
-        except SpecError as exc:
-            return fail(option_problem(exc))
+        spec = spec_from_flags(args)
+        if isinstance(spec, int):
+            return spec
     from console.cli.rules_cmd import rules_for
 
     rules = rules_for(args)
