@@ -12,13 +12,13 @@ about runs. Nothing redraws per message: the owner's one timer calls `refresh()`
 
 from __future__ import annotations
 
+import math
 from html import escape
 
-import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from widgets import theme
-from widgets.formatting import MISSING, format_number
+from widgets.formatting import MISSING, as_number, format_number
 
 # Pixel sizes at 1920×1080 (scale 1.0).
 VALUE_PX = 104
@@ -114,13 +114,8 @@ class ScaledLabel(QtWidgets.QLabel):
 
 def tile_number(value: float | None) -> str:
     """A figure short enough for a tile: 3 significant digits, and 10,000 and up as 10.4k, 1.23M."""
-    if value is None:
-        return MISSING
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return MISSING
-    if not np.isfinite(x):
+    x = as_number(value)
+    if x is None or not math.isfinite(x):
         return MISSING
     for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
         if abs(x) >= limit:

@@ -22,7 +22,7 @@ from console.cli.common import (
     status_exit,
     wants_json,
 )
-from console.cli.run_options import add_run_options, spec_from_flags
+from console.cli.run_options import add_run_options, spec_and_rules
 
 NAME = "analyze"
 HELP = "run a model, then profile it apart: op table, roofs, verdict, Chrome trace"
@@ -49,14 +49,10 @@ def main(args: argparse.Namespace) -> int:
     from console.cli.run_cmd import _noise_floor, _run_report
     from console.session import RunSession
 
-    spec = spec_from_flags(args)
-    if isinstance(spec, int):
-        return spec
-    from console.cli.rules_cmd import rules_for
-
-    rules = rules_for(args)
-    if isinstance(rules, int):
-        return rules
+    found = spec_and_rules(args)
+    if isinstance(found, int):
+        return found
+    spec, rules = found
     if args.cluster is not None:  # Ray places the ranks; the worker stays here
         spec = _ranks_on_cluster(spec, args.cluster)
         if isinstance(spec, int):

@@ -24,7 +24,7 @@ from console.cli.common import (
     status_exit,
     wants_json,
 )
-from console.cli.run_options import add_run_options, spec_from_flags
+from console.cli.run_options import add_run_options, spec_and_rules
 
 NAME = "run"
 HELP = "run a model once and store the run"
@@ -46,19 +46,15 @@ def main(args: argparse.Namespace) -> int:
     from console.session import RunSession
     from engines.spec import spec_fields
 
+    from_file = None
     if args.spec is not None:
-        spec = _spec_from_file(args, spec_fields())
-        if spec is None:
+        from_file = _spec_from_file(args, spec_fields())
+        if from_file is None:
             return EXIT_USAGE
-    else:
-        spec = spec_from_flags(args)
-        if isinstance(spec, int):
-            return spec
-    from console.cli.rules_cmd import rules_for
-
-    rules = rules_for(args)
-    if isinstance(rules, int):
-        return rules
+    found = spec_and_rules(args, from_file)
+    if isinstance(found, int):
+        return found
+    spec, rules = found
     remote = None
     ranks_cluster = _ranks_cluster(args, spec)  # --cluster with --ranks: Ray places the ranks, the worker is here
     if isinstance(ranks_cluster, int):

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from console.cli.common import add_console_cores_option, fail, option_problem, spec_values
-from console.cli.rules_cmd import add_rules_option
+from console.cli.rules_cmd import add_rules_option, rules_for
 
 
 def add_run_options(parser: argparse.ArgumentParser, during: str = "the run") -> None:
@@ -26,3 +26,14 @@ def spec_from_flags(args: argparse.Namespace) -> Any:
         return build_spec(spec_values(args, spec_fields()))
     except SpecError as exc:
         return fail(option_problem(exc))
+
+
+def spec_and_rules(args: argparse.Namespace, spec: Any = None) -> tuple[Any, Any] | int:
+    """(the spec, the rules in force): `spec` when given (a spec file's), else the flags'; or the exit code, after
+    saying which flag or rules file is wrong and why."""
+    if spec is None:
+        spec = spec_from_flags(args)
+        if isinstance(spec, int):
+            return spec
+    rules = rules_for(args)
+    return rules if isinstance(rules, int) else (spec, rules)
