@@ -151,6 +151,17 @@ def join_cluster(address: str | None, why: str) -> int | None:
     return None
 
 
+def on_cluster(args: argparse.Namespace, why: str) -> list[Any] | int:
+    """The --on filters parsed, with the cluster at --cluster joined (see join_cluster); or the exit code after
+    saying what is wrong."""
+    try:
+        on = parse_on(args.on or [])
+    except ValueError as exc:
+        return fail(str(exc))
+    problem = join_cluster(args.cluster, why)
+    return on if problem is None else problem
+
+
 def fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}g}"
 

@@ -17,9 +17,8 @@ from console.cli.common import (
     error,
     fail,
     fmt,
-    join_cluster,
+    on_cluster,
     open_writer,
-    parse_on,
     spec_values,
     status_exit,
     wants_json,
@@ -138,13 +137,9 @@ def _remote(args: argparse.Namespace) -> Any:
     """The RemoteRun factory for --cluster/--on, or an exit code after saying what is wrong."""
     import functools
 
-    try:
-        on = parse_on(args.on or [])
-    except ValueError as exc:
-        return fail(str(exc))
-    problem = join_cluster(args.cluster, "--on and --send-model are about a node of a lab cluster")
-    if problem is not None:
-        return problem
+    on = on_cluster(args, "--on and --send-model are about a node of a lab cluster")
+    if isinstance(on, int):
+        return on
     from console.cluster.dispatch import RemoteRun
 
     return functools.partial(RemoteRun, address=args.cluster, on=on, schedule_timeout_s=args.schedule_timeout,
