@@ -34,9 +34,7 @@ def describe(path: str | os.PathLike[str], sys_root: str = SYS, mountinfo: str =
     partition; the dm/md/loop device itself); ``physical``: whole disks below a stacked or loop device. None
     where not known, with ``reason`` saying why.
     """
-    out: dict[str, Any] = {"path": os.fspath(path), "dev": None, "device": None, "disk": None, "kind": None,
-                           "physical": [], "backing_file": None, "model": None, "rotational": None, "fstype": None,
-                           "reason": ""}
+    out = _unknown(os.fspath(path))
     try:
         st_dev = os.stat(path).st_dev
     except OSError as exc:
@@ -48,9 +46,7 @@ def describe(path: str | os.PathLike[str], sys_root: str = SYS, mountinfo: str =
 def describe_dev(major: int, minor: int, sys_root: str = SYS, mountinfo: str = MOUNTINFO,
                  out: dict[str, Any] | None = None) -> dict[str, Any]:
     """As :func:`describe`, for a device number (what ``st_dev`` holds)."""
-    out = out if out is not None else {"path": None, "device": None, "disk": None, "kind": None, "physical": [],
-                                       "backing_file": None, "model": None, "rotational": None, "fstype": None,
-                                       "reason": ""}
+    out = out if out is not None else _unknown(None)
     out["dev"] = f"{major}:{minor}"
     mount = _mount_of(major, minor, mountinfo)
     if mount:
@@ -168,6 +164,12 @@ def _mount_of(major: int, minor: int, mountinfo: str) -> dict[str, str] | None:
     except OSError:
         return None
     return None
+
+
+def _unknown(path: str | None) -> dict[str, Any]:
+    """The record before anything is known: every field None (or empty), no reason yet."""
+    return {"path": path, "dev": None, "device": None, "disk": None, "kind": None, "physical": [],
+            "backing_file": None, "model": None, "rotational": None, "fstype": None, "reason": ""}
 
 
 def read_sysfs(path: str) -> str | None:

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import glob
 import os
-import shutil
 import socket
-import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
 
+from engines import doctor_readings as readings
 from engines import hygiene
+from engines.block_device import read_sysfs
 
 SCHEMA = "labconsole.doctor/1"
 OK, WARN, BAD, NOT_AVAILABLE = "ok", "warn", "bad", "not_available"
@@ -52,16 +52,16 @@ def diagnose(root: str = "/", sample_s: float = SAMPLE_S, wait: Callable[[float]
     """Every check, in a plain-data report: {"schema", "host", "measured_at", "sample_s", "worst", "counts",
     "checks": [{"id", "label", "status", "reading", "fix", "data"}]}. Takes about `sample_s` seconds."""
     live = os.path.abspath(root) == "/"
-    command = run_command or (_run if live else _no_command)
+    command = run_command or (readings.run_command if live else readings.no_command)
     sampling = None
     if processes is None and live:
         try:
             sampling = hygiene.Sampling(sample_s)
         except ImportError:
             sampling = None
-    before = _snapshot(root)
+    before = readings.snapshot(root)
     (wait or time.sleep)(sample_s)
-    after = _snapshot(root)
+    after = readings.snapshot(root)
     if processes is not None:
         others: list[dict[str, Any]] | None = list(processes())
         why_no_others = None
@@ -128,7 +128,7 @@ def governor(root: str) -> dict[str, Any]:
 def turbo(root: str) -> dict[str, Any]:
     label = "Turbo / boost"
     cpu = os.path.join(root, "sys/devices/system/cpu")
-    no_turbo = _read(os.path.join(cpu, "intel_pstate/no_turbo"))
+    no_turbo = read_sysfs(os.path.join(cpu, "intel_pstate/no_turbo"))
     if no_turbo in ("0", "1"):
         on = no_turbo == "0"
         data = {"source": "intel_pstate/no_turbo", "enabled": on}
@@ -137,7 +137,7 @@ def turbo(root: str) -> dict[str, Any]:
                           "the clock rises above base while the chip is cool and other cores idle, so it changes "
                           "during a run: echo 1 | sudo tee /sys/devices/system/cpu/intel_pstate/no_turbo", data)
         return _check("turbo", label, OK, "Intel Turbo Boost off (intel_pstate/no_turbo = 1)", None, data)
-    boosts = {path: _read(path) for path in [os.path.join(cpu, "cpufreq/boost")] +
+    boosts = {path: read_sysfs(path) for path in [os.path.join(cpu, "cpufreq/boost")] +
               sorted(glob.glob(os.path.join(cpu, "cpufreq/policy*/boost")))}
     boosts = {path: value for path, value in boosts.items() if value in ("0", "1")}
     if boosts:
@@ -155,17 +155,17 @@ def turbo(root: str) -> dict[str, Any]:
 def smt(root: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     label = "SMT siblings"
     cpu = os.path.join(root, "sys/devices/system/cpu")
-    active = _read(os.path.join(cpu, "smt/active"))
+    active = read_sysfs(os.path.join(cpu, "smt/active"))
     groups: set[tuple[int, ...]] = set()
     for path in glob.glob(os.path.join(cpu, "cpu[0-9]*/topology/thread_siblings_list")):
-        members = _cpu_list(_read(path))
+        members = readings.cpu_list(read_sysfs(path))
         if members:
             groups.add(tuple(members))
     if not groups and active is None:
         return _unavailable("smt", label, "the CPU topology is not exposed (/sys/devices/system/cpu/*/topology "
                                           "and smt/active are missing)")
     shared = sorted(g for g in groups if len(g) > 1)
-    busy = _cpu_busy(before.get("stat"), after.get("stat"))
+    busy = readings.cpu_busy(before.get("stat"), after.get("stat"))
     threads = max((len(g) for g in groups), default=1)
     data = {"active": active == "1" if active is not None else bool(shared), "threads_per_core": threads,
             "sibling_groups": [list(g) for g in shared], "busy_percent": busy}
@@ -200,7 +200,7 @@ def virtualization(root: str, run_command: Command) -> dict[str, Any]:
             container = detected
         elif detected != "none":
             evidence.append(f"systemd-detect-virt: {detected}")
-    cpuinfo = _read(os.path.join(root, "proc/cpuinfo"))
+    cpuinfo = read_sysfs(os.path.join(root, "proc/cpuinfo"))
     flags_seen = False
     if cpuinfo:
         for line in cpuinfo.splitlines():
@@ -209,7 +209,7 @@ def virtualization(root: str, run_command: Command) -> dict[str, Any]:
                 if "hypervisor" in line.split(":", 1)[-1].split():
                     evidence.append("the CPU reports the hypervisor flag")
                 break
-    dmi = {name: _read(os.path.join(root, f"sys/class/dmi/id/{name}"))
+    dmi = {name: read_sysfs(os.path.join(root, f"sys/class/dmi/id/{name}"))
            for name in ("sys_vendor", "product_name", "board_vendor")}
     dmi_text = " ".join(v for v in dmi.values() if v).strip()
     if dmi_text and any(vendor in dmi_text.lower() for vendor in VM_VENDORS):
@@ -275,7 +275,7 @@ def other_processes(found: list[dict[str, Any]] | None, why_not: str | None) -> 
 
 def swap(root: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     label = "Swap"
-    meminfo = _meminfo(root)
+    meminfo = readings.meminfo(root)
     if not meminfo or "SwapTotal" not in meminfo:
         return _unavailable("swap", label, "/proc/meminfo is not readable")
     total, free = meminfo["SwapTotal"], meminfo.get("SwapFree", 0)
@@ -304,7 +304,7 @@ def swap(root: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, 
 
 def thermal(root: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     label = "Thermal state"
-    zones = _thermal_zones(root)
+    zones = readings.thermal_zones(root)
     first, second = before.get("throttle") or {}, after.get("throttle") or {}
     if not zones and not first:
         return _unavailable("thermal", label, "no thermal zones (/sys/class/thermal) and no throttle counters "
@@ -334,8 +334,8 @@ def thermal(root: str, before: dict[str, Any], after: dict[str, Any]) -> dict[st
 
 def power_profile(root: str, run_command: Command) -> dict[str, Any]:
     label = "Power profile"
-    profile = _read(os.path.join(root, "sys/firmware/acpi/platform_profile"))
-    choices = (_read(os.path.join(root, "sys/firmware/acpi/platform_profile_choices")) or "").split()
+    profile = read_sysfs(os.path.join(root, "sys/firmware/acpi/platform_profile"))
+    choices = (read_sysfs(os.path.join(root, "sys/firmware/acpi/platform_profile_choices")) or "").split()
     source = "ACPI platform_profile"
     fix = "echo performance | sudo tee /sys/firmware/acpi/platform_profile"
     if profile is None:
@@ -358,141 +358,12 @@ def power_profile(root: str, run_command: Command) -> dict[str, Any]:
 
 
 # ---- Private API
-def _snapshot(root: str) -> dict[str, Any]:
-    """The counters read twice: per-CPU times, swap traffic, throttle counts."""
-    return {"stat": _proc_stat(root), "vmstat": _vmstat(root), "throttle": _throttle_counts(root)}
-
-
-def _proc_stat(root: str) -> dict[str, list[int]] | None:
-    text = _read(os.path.join(root, "proc/stat"))
-    if text is None:
-        return None
-    found = {}
-    for line in text.splitlines():
-        if line.startswith("cpu"):
-            name, *fields = line.split()
-            try:
-                found[name] = [int(x) for x in fields]
-            except ValueError:
-                continue
-    return found or None
-
-
-def _cpu_busy(first: dict[str, list[int]] | None, second: dict[str, list[int]] | None) -> dict[int, float] | None:
-    """Per-CPU busy % between two /proc/stat readings (busy = everything but idle and iowait)."""
-    if not first or not second:
-        return None
-    busy = {}
-    for name, a in first.items():
-        b = second.get(name)
-        if name == "cpu" or not b or len(a) < 5 or len(b) < 5 or not name[3:].isdigit():
-            continue
-        total = sum(b) - sum(a)
-        idle = (b[3] - a[3]) + (b[4] - a[4])
-        if total > 0:
-            busy[int(name[3:])] = round(100.0 * (total - idle) / total, 1)
-    return busy or None
-
-
-def _vmstat(root: str) -> dict[str, int]:
-    found = {}
-    for line in (_read(os.path.join(root, "proc/vmstat")) or "").splitlines():
-        key, _, value = line.partition(" ")
-        if key in ("pswpin", "pswpout") and value.strip().isdigit():
-            found[key] = int(value)
-    return found
-
-
-def _meminfo(root: str) -> dict[str, int]:
-    found = {}
-    for line in (_read(os.path.join(root, "proc/meminfo")) or "").splitlines():
-        key, _, rest = line.partition(":")
-        parts = rest.split()
-        if parts and parts[0].isdigit():
-            found[key] = int(parts[0]) * (1024 if len(parts) > 1 and parts[1] == "kB" else 1)
-    return found
-
-
-def _throttle_counts(root: str) -> dict[str, int]:
-    found = {}
-    pattern = os.path.join(root, "sys/devices/system/cpu/cpu[0-9]*/thermal_throttle/*_throttle_count")
-    for path in glob.glob(pattern):
-        value = _read(path)
-        if value is not None and value.isdigit():
-            found[os.path.relpath(path, os.path.join(root, "sys/devices/system/cpu"))] = int(value)
-    return found
-
-
-def _thermal_zones(root: str) -> list[dict[str, Any]]:
-    zones = []
-    for directory in sorted(glob.glob(os.path.join(root, "sys/class/thermal/thermal_zone*"))):
-        temp = _millidegrees(_read(os.path.join(directory, "temp")))
-        if temp is None or temp <= 0:
-            continue  # a zone that reads nothing (or 0, as some virtual zones do) says nothing about heat
-        trips = []
-        for type_path in glob.glob(os.path.join(directory, "trip_point_*_type")):
-            if _read(type_path) in ("passive", "hot", "critical"):
-                trip = _millidegrees(_read(type_path[:-len("type")] + "temp"))
-                if trip is not None and trip > 0:
-                    trips.append(trip)
-        zones.append({"zone": os.path.basename(directory), "type": _read(os.path.join(directory, "type")) or "?",
-                      "temp_c": temp, "trip_c": min(trips) if trips else None})
-    return zones
-
-
-def _millidegrees(text: str | None) -> float | None:
-    try:
-        return int(text) / 1000.0 if text is not None else None
-    except ValueError:
-        return None
-
-
-def _cpu_list(text: str | None) -> list[int]:
-    """'0-3,8' → [0, 1, 2, 3, 8]; [] for anything unreadable."""
-    found: list[int] = []
-    for part in (text or "").split(","):
-        part = part.strip()
-        try:
-            if "-" in part:
-                low, high = part.split("-", 1)
-                found.extend(range(int(low), int(high) + 1))
-            elif part:
-                found.append(int(part))
-        except ValueError:
-            return []
-    return sorted(set(found))
-
-
-def _run(argv: list[str]) -> str | None:
-    """A helper program's output, or None when it is not installed, fails to start or times out. Its exit code is
-    not judged: systemd-detect-virt exits 1 while printing "none"."""
-    if shutil.which(argv[0]) is None:
-        return None
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=3, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None
-
-
-def _no_command(_argv: list[str]) -> str | None:
-    return None
-
-
 def _check(key: str, label: str, status: str, reading: str, fix: str | None, data: dict[str, Any]) -> dict[str, Any]:
     return {"id": key, "label": label, "status": status, "reading": reading, "fix": fix, "data": data}
 
 
 def _unavailable(key: str, label: str, why: str) -> dict[str, Any]:
     return _check(key, label, NOT_AVAILABLE, f"not available ({why})", None, {})
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read().strip() or None
-    except OSError:
-        return None
 
 
 def _pct(value: float | None) -> str:

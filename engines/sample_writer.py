@@ -96,7 +96,7 @@ def check_request(directory: str | os.PathLike[str], layout: InputLayout, count:
     plan = SamplePlan(dtype, file_bytes, file_bytes * count, elements * (_DRAW_BYTES + host.itemsize + dtype.itemsize))
     shape = "x".join(map(str, layout.sample_shape)) or "scalar"
     if available_memory is None:
-        from engines.model_files.archives import available_bytes
+        from engines.host_memory import available_bytes
 
         available_memory = available_bytes()
     if available_memory and plan.build_bytes > available_memory:

@@ -86,10 +86,7 @@ class CompareCharts(QtWidgets.QWidget):
         self.box_plot = self._make_plot("run", LATENCY_LABEL)
         self.telemetry_plot = self._make_plot(TIME_LABEL, "value")
         self.cdf_plot.getPlotItem().setYRange(0, 1, padding=0.02)
-        self.note = QtWidgets.QLabel()
-        self.note.setFont(theme.font(theme.SMALL_PT))
-        self.note.setStyleSheet(f"color: {theme.MUTED};")
-        self.note.setWordWrap(True)
+        self.note = theme.caption_label()
 
         controls = QtWidgets.QHBoxLayout()
         controls.addWidget(self.legend, 1)

@@ -48,15 +48,8 @@ def value_text(value: Any) -> str:
 def _table(columns: Sequence[str]) -> QtWidgets.QTableWidget:
     table = QtWidgets.QTableWidget(0, len(columns))
     table.setHorizontalHeaderLabels(list(columns))
-    table.setFont(theme.font(theme.BASE_PT))
-    table.horizontalHeader().setFont(theme.font(theme.BASE_PT, bold=True))
+    theme.read_only_rows(table)
     table.horizontalHeader().setStretchLastSection(True)
-    table.verticalHeader().hide()
-    table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
-    table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
-    table.setAlternatingRowColors(True)
-    table.setWordWrap(False)
-    table.setShowGrid(False)
     return table
 
 

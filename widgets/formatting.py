@@ -12,15 +12,21 @@ import numbers
 MISSING = "—"
 
 
-def format_number(value, sig: int = 3) -> str:
-    """``sig`` significant digits (0.0123, 12.3, 123), whole numbers from 1,000 up, "—" when missing."""
+def as_number(value) -> float | None:
+    """`value` as a float; None when it is missing: None, a bool, not a number, or NaN (±inf is kept)."""
     if value is None or isinstance(value, bool):
-        return MISSING
+        return None
     try:
         x = float(value)
     except (TypeError, ValueError):
-        return MISSING
-    if not math.isfinite(x):
+        return None
+    return x if x == x else None
+
+
+def format_number(value, sig: int = 3) -> str:
+    """``sig`` significant digits (0.0123, 12.3, 123), whole numbers from 1,000 up, "—" when missing."""
+    x = as_number(value)
+    if x is None or not math.isfinite(x):
         return MISSING
     if isinstance(value, numbers.Integral):
         return f"{int(value):,}"

@@ -22,7 +22,7 @@ from datetime import datetime
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from widgets import theme
-from widgets.formatting import MISSING, format_number
+from widgets.formatting import MISSING, as_number, format_number
 
 COLUMNS = (
     "Started", "Name", "Model", "Engine", "Target", "Batch", "Status", "p50 (ms)", "Throughput (/s)", "Run ID",
@@ -55,16 +55,6 @@ def local_time(iso) -> tuple[str, float | None]:
         return dt.strftime("%Y-%m-%d %H:%M:%S"), None
 
 
-def _number(value) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if x == x else None  # NaN is "missing"
-
-
 def parse_tags(text: str) -> list[str]:
     """Comma-separated text → tags, trimmed, empty ones dropped, each once (the history keeps them so too)."""
     return list(dict.fromkeys(part.strip() for part in str(text or "").split(",") if part.strip()))
@@ -95,10 +85,10 @@ def _figures(run: dict) -> tuple[float | None, float | None, bool | None]:
     if summary is not None:
         latency = summary.get("latency_ms") if isinstance(summary.get("latency_ms"), dict) else {}
         valid = summary.get("valid")
-        return (_number(latency.get("p50")), _number(summary.get("throughput_per_s")),
+        return (as_number(latency.get("p50")), as_number(summary.get("throughput_per_s")),
                 None if valid is None else bool(valid))
     valid = run.get("valid")
-    return _number(run.get("p50_ms")), _number(run.get("throughput_per_s")), None if valid is None else bool(valid)
+    return as_number(run.get("p50_ms")), as_number(run.get("throughput_per_s")), None if valid is None else bool(valid)
 
 
 def _make_row(run: dict, baseline: bool = False) -> _Row:
@@ -108,7 +98,7 @@ def _make_row(run: dict, baseline: bool = False) -> _Row:
     p50, throughput, valid = _figures(run)
     if status != "completed" and valid is False:
         valid = None  # a failed run was never judged; "no" would suggest it was measured and found wanting
-    batch = _number(run.get("batch"))
+    batch = as_number(run.get("batch"))
     texts = {f: str(run.get(f) or "") for f in ("name", "model", "engine", "target")}
     tags = tuple(str(t) for t in (run.get("tags") or []) if isinstance(t, str))
     note = str(run.get("note") or "")

@@ -66,14 +66,7 @@ class OpTable(QtWidgets.QTableWidget):
         self.setHorizontalHeaderLabels([header for header, *_ in COLUMNS])
         for column, (_, _, _, tip) in enumerate(COLUMNS):
             self.horizontalHeaderItem(column).setToolTip(tip)
-        self.setFont(theme.font(theme.BASE_PT))
-        self.horizontalHeader().setFont(theme.font(theme.SMALL_PT))
-        self.verticalHeader().hide()
-        self.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
-        self.setAlternatingRowColors(True)
-        self.setShowGrid(False)
-        self.setWordWrap(False)
+        theme.read_only_rows(self, header=theme.font(theme.SMALL_PT))
         self.setSortingEnabled(True)
         self.setTextElideMode(QtCore.Qt.TextElideMode.ElideMiddle)  # long op names: the tooltip has them whole
 

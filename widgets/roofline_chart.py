@@ -55,10 +55,7 @@ class RooflineChart(QtWidgets.QWidget):
         self.hover = QtWidgets.QLabel("")  # the hovered op, in words
         self.hover.setFont(theme.font(theme.BASE_PT))
         self.hover.setStyleSheet(f"color: {theme.FOREGROUND};")
-        self.note = QtWidgets.QLabel("")
-        self.note.setFont(theme.font(theme.SMALL_PT))
-        self.note.setStyleSheet(f"color: {theme.MUTED};")
-        self.note.setWordWrap(True)
+        self.note = theme.caption_label()
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)

@@ -50,16 +50,9 @@ class SweepTable(QtWidgets.QTableWidget):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(0, len(COLUMNS), parent)
         self.setHorizontalHeaderLabels(COLUMNS)
-        self.setFont(theme.font(theme.BASE_PT))
-        self.horizontalHeader().setFont(theme.font(theme.BASE_PT, bold=True))
+        theme.read_only_rows(self)
         self.horizontalHeader().setStretchLastSection(True)
-        self.verticalHeader().hide()
-        self.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
-        self.setAlternatingRowColors(True)
-        self.setShowGrid(False)
-        self.setWordWrap(False)
         self.activated.connect(self._on_activated)  # double-click and Enter
 
     # ---- Public API

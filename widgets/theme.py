@@ -100,6 +100,19 @@ def caption_label() -> QtWidgets.QLabel:
     return label
 
 
+def read_only_rows(table: QtWidgets.QTableWidget, header: QtGui.QFont | None = None) -> None:
+    """A table to read, not edit: the base font (its header `header`, bold by default), no row numbers, whole
+    rows selected, alternating rows, no grid, one line per cell."""
+    table.setFont(font(BASE_PT))
+    table.horizontalHeader().setFont(header or font(BASE_PT, bold=True))
+    table.verticalHeader().hide()
+    table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setAlternatingRowColors(True)
+    table.setShowGrid(False)
+    table.setWordWrap(False)
+
+
 # ---- Choosing the scheme
 def current() -> Scheme:
     return _current

@@ -45,10 +45,7 @@ class TrendChart(QtWidgets.QWidget):
         self.plot.getPlotItem().getAxis("left").setWidth(64)
         self.plot.getPlotItem().getViewBox().setDefaultPadding(0.1)  # room for the letters beside points
         self.plot.setMinimumHeight(170)
-        self.note = QtWidgets.QLabel()
-        self.note.setFont(theme.font(theme.SMALL_PT))
-        self.note.setStyleSheet(f"color: {theme.MUTED};")
-        self.note.setWordWrap(True)
+        self.note = theme.caption_label()
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from console.analysis import bottleneck
+from console.analysis import bottleneck, bottleneck_text
 
 RESAMPLES = 200  # bootstrap draws of the profiled iterations at most (a share to ±3.5 points at 1 σ)
 BATCH = 50  # drawn in batches; after each, stop once the share's 95% interval lies wholly on one side of STABLE
@@ -117,7 +117,7 @@ def apply(verdict: dict[str, Any], block: dict[str, Any]) -> dict[str, Any]:
     verdict["confidence"] = round(share, 2)
     if shown != bottleneck.INCONCLUSIVE:
         how = f"{share:.0%} of {block['resamples']} resamples agree"
-        verdict["sentence"] = bottleneck.decided_sentence(shown, verdict["evidence"], verdict.get("secondary"), how)
+        verdict["sentence"] = bottleneck_text.decided_sentence(shown, verdict["evidence"], verdict.get("secondary"), how)
     else:
         verdict["sentence"] = verdict["sentence"].rstrip(".") + f" (inconclusive in {share:.0%} of resamples)."
     return verdict

@@ -10,10 +10,8 @@ import sys
 from typing import Any
 
 from console.cli.common import (
-    EXIT_CANCELLED,
     EXIT_FAILED,
     EXIT_OK,
-    add_console_cores_option,
     add_spec_options,
     console_partition,
     db_path,
@@ -21,10 +19,10 @@ from console.cli.common import (
     fail,
     fmt,
     open_writer,
-    option_problem,
-    spec_values,
+    status_exit,
     wants_json,
 )
+from console.cli.run_options import add_run_options, spec_and_rules
 
 NAME = "analyze"
 HELP = "run a model, then profile it apart: op table, roofs, verdict, Chrome trace"
@@ -37,11 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_spec_options(parser, spec_fields(), defaults={"profile_iterations": PROFILE_ITERATIONS})
     parser.add_argument("--trace", metavar="FILE", default=None,
                         help="also write the Chrome trace here (open it in Perfetto or chrome://tracing)")
-    parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
-    add_console_cores_option(parser)
-    from console.cli.rules_cmd import add_rules_option
-
-    add_rules_option(parser)
+    add_run_options(parser)
     from console.cli.analyze_confirm import add_arguments as add_confirm_arguments
 
     add_confirm_arguments(parser)
@@ -54,18 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from console.cli.run_cmd import _noise_floor, _run_report
     from console.session import RunSession
-    from console.specs import SpecError, build_spec
-    from engines.spec import spec_fields
 
-    try:
-        spec = build_spec(spec_values(args, spec_fields()))
-    except SpecError as exc:
-        return fail(option_problem(exc))
-    from console.cli.rules_cmd import rules_for
-
-    rules = rules_for(args)
-    if isinstance(rules, int):
-        return rules
+    found = spec_and_rules(args)
+    if isinstance(found, int):
+        return found
+    spec, rules = found
     if args.cluster is not None:  # Ray places the ranks; the worker stays here
         spec = _ranks_on_cluster(spec, args.cluster)
         if isinstance(spec, int):
@@ -123,7 +110,7 @@ def main(args: argparse.Namespace) -> int:
             print_confirmation(report["confirmation"])
     if as_json:
         emit_json(report)
-    code = {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+    code = status_exit(record["status"])
     code = confirmed if code == EXIT_OK else code  # a confirmation round that failed is exit 1
     return EXIT_FAILED if code == EXIT_OK and trace_failed else code  # a --trace asked for and not written
 

@@ -14,14 +14,13 @@ import sys
 from typing import Any
 
 from console.cli.common import (
-    EXIT_CANCELLED,
-    EXIT_FAILED,
-    EXIT_OK,
-    db_path,
+    bad_input,
     emit_json,
     error,
-    fail,
+    progress_text,
+    status_exit,
     wants_json,
+    with_history,
 )
 
 NAME = "collectives"
@@ -76,17 +75,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         checked = normalize(options)
     except CollectivesError as exc:
-        return fail(f"{exc.message}. Fix: {exc.fix}" if exc.fix else exc.message)
-    from console.history import HistoryError, HistoryStore
-
-    try:  # before the run: a history that cannot take it must not cost minutes of measuring first
-        store = HistoryStore(db_path(args))
-    except HistoryError as exc:
-        return error(exc)
-    try:
-        return _run(args, checked, store)
-    finally:
-        store.close()
+        return bad_input(exc)
+    return with_history(args, lambda store: _run(args, checked, store))
 
 
 def table_lines(result: dict[str, Any]) -> list[str]:
@@ -123,9 +113,7 @@ def _run(args: argparse.Namespace, options: dict[str, Any], store: Any) -> int:
 
     def show(update: dict[str, Any]) -> None:
         if line.enabled:
-            fraction = update.get("fraction")
-            line.show(f"collectives: {update.get('text', '')}"
-                      + (f" ({fraction:.0%})" if isinstance(fraction, (int, float)) else ""))
+            line.show(progress_text("collectives", update))
 
     outcome = run(options, on_progress=show, timeout_s=float(args.timeout))
     line.close()
@@ -149,4 +137,4 @@ def _run(args: argparse.Namespace, options: dict[str, Any], store: Any) -> int:
     if status != "completed":
         fix = f" Fix: {outcome.fix}" if outcome.fix and outcome.fix not in (cause or "") else ""
         print(f"labconsole: error: collectives {status}: {cause or 'no cause given'}{fix}", file=sys.stderr)
-    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(status, EXIT_FAILED)
+    return status_exit(status)

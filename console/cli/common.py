@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from console import paths
@@ -51,6 +51,38 @@ def wants_json(args: argparse.Namespace) -> bool:
 
 def db_path(args: argparse.Namespace):
     return paths.history_db(getattr(args, "db", None))
+
+
+def status_exit(status: str) -> int:
+    """A stored run's status as the command's exit code: 0 completed, 130 cancelled, 1 anything else."""
+    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(status, EXIT_FAILED)
+
+
+def bad_input(exc: Any) -> int:
+    """A benchmark's bad-input error (engines.bad_input.BadInputError: message and fix) as exit 2."""
+    return fail(f"{exc.message}. Fix: {exc.fix}" if exc.fix else exc.message)
+
+
+def with_history(args: argparse.Namespace, work: Callable[[Any], int]) -> int:
+    """`work(store)` with the history open, closed after. Opened first because a history that cannot take the
+    run must not cost minutes of measuring first: exit 1, nothing run, when it cannot be opened."""
+    from console.history import HistoryError, HistoryStore
+
+    try:
+        store = HistoryStore(db_path(args))
+    except HistoryError as exc:
+        return error(exc)
+    try:
+        return work(store)
+    finally:
+        store.close()
+
+
+def progress_text(prefix: str, update: Mapping[str, Any]) -> str:
+    """A worker's progress update as one line: "PREFIX: text (40%)"."""
+    fraction = update.get("fraction")
+    shown = f" ({fraction:.0%})" if isinstance(fraction, (int, float)) else ""
+    return f"{prefix}: {update.get('text', '')}{shown}"
 
 
 def open_writer(args: argparse.Namespace):
@@ -117,6 +149,17 @@ def join_cluster(address: str | None, why: str) -> int | None:
     except ClusterError as exc:
         return error(exc)
     return None
+
+
+def on_cluster(args: argparse.Namespace, why: str) -> list[Any] | int:
+    """The --on filters parsed, with the cluster at --cluster joined (see join_cluster); or the exit code after
+    saying what is wrong."""
+    try:
+        on = parse_on(args.on or [])
+    except ValueError as exc:
+        return fail(str(exc))
+    problem = join_cluster(args.cluster, why)
+    return on if problem is None else problem
 
 
 def fmt(value: float | None, digits: int = 3) -> str:

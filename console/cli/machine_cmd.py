@@ -13,8 +13,7 @@ from console.cli.common import (
     emit_json,
     error,
     fail,
-    join_cluster,
-    parse_on,
+    on_cluster,
     wants_json,
 )
 
@@ -111,13 +110,9 @@ def _fleet(args: argparse.Namespace) -> int:
     if args.storage is not None:
         return fail("--storage names a directory of this machine; with --cluster each node measures its own "
                     "data directory")
-    try:
-        on = parse_on(args.on or [])
-    except ValueError as exc:
-        return fail(str(exc))
-    problem = join_cluster(args.cluster, "--on measures the cards of a cluster's nodes")
-    if problem is not None:
-        return problem
+    on = on_cluster(args, "--on measures the cards of a cluster's nodes")
+    if isinstance(on, int):
+        return on
     print(f"measuring the {args.target} card on the cluster's nodes (about a minute each, all at once)…",
           file=sys.stderr)
     try:

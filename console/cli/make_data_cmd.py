@@ -59,10 +59,7 @@ def main(args: argparse.Namespace) -> int:
     except SampleRequestError as exc:  # the disk filled between the check and the write
         return fail(str(exc))
     except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # ran out part-way: a failure, the partial file removed
-            return error(f"--dir {args.dir}: the disk filled while writing ({exc.strerror}); free some space, lower "
-                         "--count, or give a --dir on a disk with room")
-        return fail(f"--dir {args.dir}: cannot write there ({exc.strerror or exc}); choose a writable directory")
+        return _write_failed(args.dir, exc, "lower --count")
     if wants_json(args):
         emit_json(written)
     else:
@@ -89,10 +86,7 @@ def _workload_data(args: argparse.Namespace) -> int:
     except StorageError as exc:
         return fail(str(exc))
     except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            return error(f"--dir {args.dir}: the disk filled while writing ({exc.strerror}); free some space, "
-                         "lower --files or --scale, or give a --dir on a disk with room")
-        return fail(f"--dir {args.dir}: cannot write there ({exc.strerror or exc}); choose a writable directory")
+        return _write_failed(args.dir, exc, "lower --files or --scale")
     if wants_json(args):
         emit_json(written)
     else:
@@ -102,3 +96,12 @@ def _workload_data(args: argparse.Namespace) -> int:
               f"{written['samples_per_file']} sample(s) x {written['sample_bytes']:,} bytes "
               f"({written['bytes'] / 1e6:,.1f} MB) to {written['dir']}{scaled}")
     return EXIT_OK
+
+
+def _write_failed(directory: str, exc: OSError, smaller: str) -> int:
+    """A write that failed: a disk that filled part-way is a failure (exit 1, the partial file removed), any other
+    OSError a --dir that cannot be written (exit 2). `smaller` names the flags that write less."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return error(f"--dir {directory}: the disk filled while writing ({exc.strerror}); free some space, "
+                     f"{smaller}, or give a --dir on a disk with room")
+    return fail(f"--dir {directory}: cannot write there ({exc.strerror or exc}); choose a writable directory")

@@ -8,25 +8,22 @@ import sys
 from typing import Any
 
 from console.cli.common import (
-    EXIT_CANCELLED,
     EXIT_FAILED,
-    EXIT_OK,
     EXIT_USAGE,
     add_cluster_options,
-    add_console_cores_option,
     add_spec_options,
     console_partition,
     emit_json,
     error,
     fail,
     fmt,
-    join_cluster,
+    on_cluster,
     open_writer,
-    option_problem,
-    parse_on,
     spec_values,
+    status_exit,
     wants_json,
 )
+from console.cli.run_options import add_run_options, spec_and_rules
 
 NAME = "run"
 HELP = "run a model once and store the run"
@@ -39,34 +36,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec", metavar="FILE", default=None,
                         help="run the spec in this JSON file (a RunSpec, or one run written by `labconsole export "
                              "--format json`) instead of spec flags")
-    parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the run")
-    add_console_cores_option(parser)
-    from console.cli.rules_cmd import add_rules_option
-
-    add_rules_option(parser)
+    add_run_options(parser)
     add_cluster_options(parser, "run on a node of this Ray lab cluster (HOST:PORT of its head) instead of here",
                         "fail when no node starts the run within S seconds (default 60)", on=True)
 
 def main(args: argparse.Namespace) -> int:
     from console.history import HistoryError
     from console.session import RunSession
-    from console.specs import SpecError, build_spec
     from engines.spec import spec_fields
 
+    from_file = None
     if args.spec is not None:
-        spec = _spec_from_file(args, spec_fields())
-        if spec is None:
+        from_file = _spec_from_file(args, spec_fields())
+        if from_file is None:
             return EXIT_USAGE
-    else:
-        try:
-            spec = build_spec(spec_values(args, spec_fields()))
-        except SpecError as exc:
-            return fail(option_problem(exc))
-    from console.cli.rules_cmd import rules_for
-
-    rules = rules_for(args)
-    if isinstance(rules, int):
-        return rules
+    found = spec_and_rules(args, from_file)
+    if isinstance(found, int):
+        return found
+    spec, rules = found
     remote = None
     ranks_cluster = _ranks_cluster(args, spec)  # --cluster with --ranks: Ray places the ranks, the worker is here
     if isinstance(ranks_cluster, int):
@@ -109,7 +96,7 @@ def main(args: argparse.Namespace) -> int:
         emit_json(report)
     else:
         _print_run(report)
-    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+    return status_exit(record["status"])
 
 
 # ---- Private API
@@ -150,13 +137,9 @@ def _remote(args: argparse.Namespace) -> Any:
     """The RemoteRun factory for --cluster/--on, or an exit code after saying what is wrong."""
     import functools
 
-    try:
-        on = parse_on(args.on or [])
-    except ValueError as exc:
-        return fail(str(exc))
-    problem = join_cluster(args.cluster, "--on and --send-model are about a node of a lab cluster")
-    if problem is not None:
-        return problem
+    on = on_cluster(args, "--on and --send-model are about a node of a lab cluster")
+    if isinstance(on, int):
+        return on
     from console.cluster.dispatch import RemoteRun
 
     return functools.partial(RemoteRun, address=args.cluster, on=on, schedule_timeout_s=args.schedule_timeout,

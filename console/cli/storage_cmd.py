@@ -18,14 +18,14 @@ import time
 from typing import Any
 
 from console.cli.common import (
-    EXIT_CANCELLED,
-    EXIT_FAILED,
-    EXIT_OK,
-    db_path,
+    bad_input,
     emit_json,
     error,
     fail,
+    progress_text,
+    status_exit,
     wants_json,
+    with_history,
 )
 
 NAME = "storage"
@@ -72,17 +72,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         options = module.options_from(args)
     except StorageError as exc:
-        return fail(f"{exc.message}. Fix: {exc.fix}" if exc.fix else exc.message)
-    from console.history import HistoryError, HistoryStore
-
-    try:  # before the benchmark: a history that cannot take the run must not cost minutes of measuring first
-        store = HistoryStore(db_path(args))
-    except HistoryError as exc:
-        return error(exc)
-    try:
-        return _run(args, kind, module, options, store)
-    finally:
-        store.close()
+        return bad_input(exc)
+    return with_history(args, lambda store: _run(args, kind, module, options, store))
 
 
 def kind_module(kind: str) -> tuple[Any | None, str | None]:
@@ -148,7 +139,7 @@ def _run(args: argparse.Namespace, kind: str, module: Any, options: dict[str, An
         if outcome.traceback and not as_json:
             last = outcome.traceback.strip().splitlines()[-3:]
             print("  " + "\n  ".join(last), file=sys.stderr)
-    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(status, EXIT_FAILED)
+    return status_exit(status)
 
 
 def text_lines_of(module: Any, result: dict[str, Any]) -> list[str]:
@@ -167,8 +158,7 @@ def _progress_printer(kind: str, line: Any, as_json: bool):
 
     def show(update: dict[str, Any]) -> None:
         text = str(update.get("text") or "")
-        fraction = update.get("fraction")
-        shown = f"storage {kind}: {text}" + (f" ({fraction:.0%})" if isinstance(fraction, (int, float)) else "")
+        shown = progress_text(f"storage {kind}", {**update, "text": text})
         if line.enabled:
             line.show(shown)
             return

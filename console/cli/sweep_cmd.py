@@ -12,11 +12,8 @@ import sys
 from typing import Any
 
 from console.cli.common import (
-    EXIT_CANCELLED,
     EXIT_FAILED,
-    EXIT_OK,
     add_cluster_options,
-    add_console_cores_option,
     add_spec_options,
     console_partition,
     emit_json,
@@ -27,8 +24,10 @@ from console.cli.common import (
     option_problem,
     parse_on,
     spec_values,
+    status_exit,
     wants_json,
 )
+from console.cli.run_options import add_run_options
 
 NAME = "sweep"
 HELP = "run a grid of configurations as one sweep; find the knee"
@@ -62,11 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_spec_options(parser, _base_fields(), defaults=SWEEP_DEFAULTS)
     parser.add_argument("--skip-impossible", action="store_true",
                         help="run the points that can run and list the others (default: refuse the sweep)")
-    parser.add_argument("--no-telemetry", action="store_true", help="do not sample CPU/memory during the runs")
-    add_console_cores_option(parser)
-    from console.cli.rules_cmd import add_rules_option
-
-    add_rules_option(parser)
+    add_run_options(parser, "the runs")
     add_cluster_options(parser, "run the points on the nodes of this Ray lab cluster (HOST:PORT of its head); "
                                 "without --on, each on any node that has the target",
                         "a point fails when no node starts it within S seconds (default 60)", on=False)
@@ -145,7 +140,7 @@ def main(args: argparse.Namespace) -> int:
         emit_json(report(record))
     else:
         _print_sweep(record, knee_text(record["knee"], record["knee_axis"]))
-    return {"completed": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(record["status"], EXIT_FAILED)
+    return status_exit(record["status"])
 
 
 # ---- Private API

@@ -21,11 +21,12 @@ from console.cli.common import (
     EXIT_CANCELLED,
     EXIT_FAILED,
     EXIT_OK,
-    db_path,
+    bad_input,
     emit_json,
     error,
-    fail,
+    progress_text,
     wants_json,
+    with_history,
 )
 
 NAME = "time-to-train"
@@ -82,23 +83,14 @@ def main(args: argparse.Namespace) -> int:
     try:
         checked = normalize(options)
     except TimeToTrainError as exc:
-        return fail(f"{exc.message}. Fix: {exc.fix}" if exc.fix else exc.message)
+        return bad_input(exc)
     if checked["cluster"] is not None:
         from console.cli.ranks_cluster import check_address
 
         problem = check_address(checked["cluster"])  # a typo in the address costs no worker
         if problem is not None:
             return problem
-    from console.history import HistoryError, HistoryStore
-
-    try:  # before the runs: a history that cannot take them must not cost minutes of training first
-        store = HistoryStore(db_path(args))
-    except HistoryError as exc:
-        return error(exc)
-    try:
-        return _run_all(args, checked, store)
-    finally:
-        store.close()
+    return with_history(args, lambda store: _run_all(args, checked, store))
 
 
 def table_lines(rows: list[dict[str, Any]], scored: dict[str, Any]) -> list[str]:
@@ -145,9 +137,7 @@ def _run_all(args: argparse.Namespace, options: dict[str, Any], store: Any) -> i
 
         def show(update: dict[str, Any], index: int = index, line: Any = line) -> None:
             if line.enabled:
-                fraction = update.get("fraction")
-                line.show(f"time-to-train run {index + 1}/{args.runs}: {update.get('text', '')}"
-                          + (f" ({fraction:.0%})" if isinstance(fraction, (int, float)) else ""))
+                line.show(progress_text(f"time-to-train run {index + 1}/{args.runs}", update))
 
         outcome = run(opts, on_progress=show, timeout_s=float(args.timeout))
         line.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from console.cluster import NODE_ID_LABEL, registry, short_key
+from console.cluster.answers import node_answers
 from console.cluster.dispatch import RUN_RESOURCE, alive_nodes
 
 DISCOVERY_TIMEOUT_S = 120.0
@@ -75,17 +76,13 @@ def _targets(ray: Any, nodes: list[dict[str, Any]], timeout_s: float) -> dict[st
     task = ray.remote(num_cpus=0, max_retries=0, name="labconsole-targets")(_discover_here)
     refs = {node["node_id"]: task.options(label_selector={NODE_ID_LABEL: node["node_id"]}).remote()
             for node in nodes}
-    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout_s)
-    ready_set = set(ready)
-    out: dict[str, dict[str, Any]] = {}
-    for node_id, ref in refs.items():
-        if ref not in ready_set:
-            ray.cancel(ref, force=True)
-            out[node_id] = {"error": f"the node did not answer within {timeout_s:g} s"}
-            continue
-        try:
-            out[node_id] = {"targets": [{k: t.get(k) for k in ("id", "name", "kind", "available", "engines",
-                                                                "reason", "engine_details")} for t in ray.get(ref)]}
-        except Exception as exc:  # noqa: BLE001 — one node's failure is its own line
-            out[node_id] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
-    return out
+    return node_answers(ray, refs, timeout_s, _target_rows, _first_line)
+
+
+def _target_rows(targets: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"targets": [{k: t.get(k) for k in ("id", "name", "kind", "available", "engines", "reason",
+                                               "engine_details")} for t in targets]}
+
+
+def _first_line(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"

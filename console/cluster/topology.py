@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from console.cluster import auth
+from console.cluster.answers import node_answers
 
 GATHER_TIMEOUT_S = 60.0
 FLEET_ID = "fleet"
@@ -83,19 +84,8 @@ def _ask_nodes(ray: Any, nodes: list[dict[str, Any]], timeout_s: float,
     refs = {node["node_id"]: _remote(ray).options(
         scheduling_strategy=NodeAffinitySchedulingStrategy(node["node_id"], soft=False)).remote(discover)
         for node in nodes}
-    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout_s) if refs else ([], [])
-    ready_set = set(ready)
-    out: dict[str, dict[str, Any]] = {}
-    for node_id, ref in refs.items():
-        if ref not in ready_set:
-            ray.cancel(ref, force=True)
-            out[node_id] = {"error": f"the node did not answer within {timeout_s:g} s (busy, or its discovery hung)"}
-            continue
-        try:
-            out[node_id] = ray.get(ref)
-        except Exception as exc:  # noqa: BLE001 — one node's failure is that node's entry, not the fleet's
-            out[node_id] = {"error": auth.redact(_cause(exc))}
-    return out
+    return node_answers(ray, refs, timeout_s, lambda answer: answer, lambda exc: auth.redact(_cause(exc)),
+                        late=" (busy, or its discovery hung)")
 
 
 def _remote(ray: Any) -> Any:

@@ -13,12 +13,11 @@ failed, is stored `failed` with the cause. Qt-free; reads never write.
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Mapping
 from typing import Any
 
 from console.storage.launch import Outcome
-from console.storage.runs import check_result
+from console.storage.runs import add_failure, check_result, checked_status, keep_run
 
 SCENARIO = "collectives"
 ENGINE = "torch.distributed"
@@ -61,10 +60,7 @@ def summary_for(outcome: Outcome, status: str, cause: str | None) -> dict[str, A
         "latency_of": "none: each size has its own time, kept under collectives.ops",
         "throughput_per_s": None, "duration_s": round(outcome.wall_s, 3), "invalid_reasons": [], "warnings": [],
     }
-    if status != "completed":
-        summary.update(message=cause, error_kind=outcome.error_kind, fix=outcome.fix,
-                       progress=outcome.last_progress or None)
-    return summary
+    return add_failure(summary, outcome, status, cause)
 
 
 def store(outcome: Outcome, db: Any, options: Mapping[str, Any] | None = None,
@@ -77,26 +73,16 @@ def store(outcome: Outcome, db: Any, options: Mapping[str, Any] | None = None,
 def store_with_status(outcome: Outcome, db: Any, options: Mapping[str, Any] | None = None,
                       tags: list[str] | None = None) -> tuple[str, str, str | None]:
     """store(), also returning (status, cause) as stored."""
-    status, cause = outcome.status, outcome.message or None
     if not options and isinstance(outcome.result, dict):  # what the result says was asked
         options = {key: outcome.result.get(key) for key in ("backend", "ranks", "placement", "sizes", "iters",
                                                             "warmup", "trials", "rank_time")}
         options["ops"] = list(outcome.result.get("ops") or {})
-    if status == "completed":
-        problems = problems_of(outcome.result)
-        if problems:
-            status, cause = "failed", f"the collectives result cannot be kept as completed: {'; '.join(problems)}"
+    status, cause = checked_status(outcome, problems_of, "collectives")
     label = (outcome.result or {}).get("label") if isinstance(outcome.result, dict) else None
-    run_id = db.create_run(spec_for(options or {}, label if isinstance(label, str) and label else None))
-    if tags and hasattr(db, "set_tags"):
-        db.set_tags(run_id, tags)
-    db.finish_run(run_id, status, summary_for(outcome, status, cause),
-                  error=cause if status != "completed" else None,
-                  environment={"worker": {"python": platform.python_version(), "platform": platform.system()},
-                               "collectives": {"backend": (options or {}).get("backend"),
-                                               "placement": (options or {}).get("placement")}})
-    if hasattr(db, "flush"):
-        db.flush()
+    spec = spec_for(options or {}, label if isinstance(label, str) and label else None)
+    run_id = keep_run(db, spec, status, summary_for(outcome, status, cause), cause, tags,
+                      {"collectives": {"backend": (options or {}).get("backend"),
+                                       "placement": (options or {}).get("placement")}})
     return run_id, status, cause
 
 

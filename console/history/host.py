@@ -14,6 +14,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from engines.machine.devices import cpu_name
+
 _NAMESPACE = uuid.UUID("5b0f8c3e-9d1a-4f57-8a77-6c2f1d3e4b10")  # Lab Console hosts; never change it
 _MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
 
@@ -42,16 +44,6 @@ def host_id(hostname: str | None = None) -> str:
     """uuid5 of hostname + machine-id (or hostname + platform.node() where there is no machine-id)."""
     hostname = hostname or socket.gethostname()
     return str(uuid.uuid5(_NAMESPACE, f"{hostname}\n{machine_id() or platform.node()}"))
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(errors="ignore").splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 HOSTNAME_ENV = "LABCONSOLE_HOSTNAME"  # the name runs are recorded under, when not the OS's (lab naming, tests)

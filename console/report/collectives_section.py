@@ -13,7 +13,7 @@ import shlex
 from typing import Any
 
 from console.collectives.runs import is_collectives_run
-from console.storage.figures import compare_figures, figure_rows, format_value, pretty_name
+from console.storage.figures import compare_figures, comparison_blocks, figure_rows, format_value, pretty_name
 
 __all__ = ["collectives_blocks", "collectives_commands", "collectives_label", "collectives_finding"]
 
@@ -72,16 +72,7 @@ def collectives_blocks(report: Any, block: Any) -> list[Any]:
                              rows=[[str(r["size_bytes"]), str(r["count"]), f"{r['time_us']:.2f}",
                                     f"{r['algbw_gbs']:.3f}", f"{r['busbw_gbs']:.3f}"] for r in sizes]))
         out.append(block("note", f"Method: {result.get('method') or 'not stated'}"))
-    if len(views) >= 2:
-        first = views[0]
-        for view in views[1:]:
-            compared = compare_figures(first.run, view.run)
-            rows = [[pretty_name(row["name"]), format_value(row["a"]), format_value(row["b"]), row["change"]]
-                    for row in compared["rows"]]
-            if rows:
-                out.append(block("paragraph", f"Run {view.letter} against run {first.letter}, figure by figure:"))
-                out.append(block("table", headers=["Figure", first.letter, view.letter, "Change"], rows=rows))
-    return out
+    return out + comparison_blocks(views, block)
 
 
 def collectives_commands(run: dict[str, Any]) -> str | None:

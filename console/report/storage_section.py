@@ -13,7 +13,14 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from console.storage.figures import compare_figures, figure_rows, format_value, method_of, pretty_name
+from console.storage.figures import (
+    compare_figures,
+    comparison_blocks,
+    figure_rows,
+    format_value,
+    method_of,
+    pretty_name,
+)
 from console.storage.runs import storage_kind
 
 __all__ = ["storage_blocks", "storage_finding", "storage_label", "storage_commands"]
@@ -71,17 +78,7 @@ def storage_blocks(report: Any, block: Any) -> list[Any]:
         if detail is not None:
             out.append(block("table", headers=detail[0], rows=detail[1]))
         out.append(block("note", f"Method: {method_of(view.run)}"))
-    if len(views) >= 2:
-        first = views[0]
-        for view in views[1:]:
-            compared = compare_figures(first.run, view.run)
-            rows = [[pretty_name(row["name"]), format_value(row["a"]), format_value(row["b"]), row["change"]]
-                    for row in compared["rows"]]
-            if rows:
-                out.append(block("paragraph", f"Run {view.letter} against run {first.letter}, figure by figure"
-                                              + (f" ({compared['note']})" if compared["note"] else "") + ":"))
-                out.append(block("table", headers=["Figure", first.letter, view.letter, "Change"], rows=rows))
-    return out
+    return out + comparison_blocks(views, block, with_note=True)
 
 
 def storage_commands(run: dict[str, Any]) -> str | None:

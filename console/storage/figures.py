@@ -20,7 +20,7 @@ HIGHER = ("mb_s", "gb_s", "_gbs", "gib_s", "mib_s", "iops", "percent", "per_s", 
           "max_passing", "hit_rate")
 LOWER = ("_ms", "_s", "_us", "_ns", "seconds")
 
-__all__ = ["direction", "figures_of", "compare_figures", "figure_rows", "method_of"]
+__all__ = ["direction", "figures_of", "compare_figures", "figure_rows", "method_of", "comparison_blocks"]
 
 
 def direction(name: str) -> str | None:
@@ -128,3 +128,19 @@ def comparison_lines(compared: Mapping[str, Any]) -> list[str]:
         lines.append(f"  {pretty_name(row['name'])}: {format_value(row['a'])} → {format_value(row['b'])}  "
                      f"({row['change']})")
     return lines
+
+
+def comparison_blocks(views: list[Any], block: Any, with_note: bool = False) -> list[Any]:
+    """A report section's closing blocks: each later run against the first, figure by figure (a paragraph and a
+    table per pair with figures in common; `with_note` puts compare_figures' note in the paragraph)."""
+    out: list[Any] = []
+    first = views[0] if views else None
+    for view in views[1:]:
+        compared = compare_figures(first.run, view.run)
+        rows = [[pretty_name(row["name"]), format_value(row["a"]), format_value(row["b"]), row["change"]]
+                for row in compared["rows"]]
+        if rows:
+            note = f" ({compared['note']})" if with_note and compared["note"] else ""
+            out.append(block("paragraph", f"Run {view.letter} against run {first.letter}, figure by figure{note}:"))
+            out.append(block("table", headers=["Figure", first.letter, view.letter, "Change"], rows=rows))
+    return out

@@ -18,7 +18,7 @@ label included, arrives in one piece at the end; nothing partial would be worth 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -159,6 +159,43 @@ def store_outcome(store: Any, kind: str, options: Mapping[str, Any], outcome: Ou
             store.flush()
             return run_id, "failed", cause
     return run_id, status, cause
+
+
+def checked_status(outcome: Outcome, problems_of: Callable[[Any], list[str]],
+                   what: str) -> tuple[str, str | None]:
+    """(status, cause) to store: the outcome's own, or failed with the cause when a completed outcome's result
+    breaks the contract (the kind's `problems_of`)."""
+    status, cause = outcome.status, outcome.message or None
+    problems = problems_of(outcome.result) if status == "completed" else []
+    if problems:
+        status, cause = "failed", f"the {what} result cannot be kept as completed: {'; '.join(problems)}"
+    return status, cause
+
+
+def add_failure(summary: dict[str, Any], outcome: Outcome, status: str, cause: str | None) -> dict[str, Any]:
+    """The summary with why a run that did not complete ended (message, error kind, fix, last progress)."""
+    if status != "completed":
+        summary.update(message=cause, error_kind=outcome.error_kind, fix=outcome.fix,
+                       progress=outcome.last_progress or None)
+    return summary
+
+
+def keep_run(db: Any, spec: dict[str, Any], status: str, summary: dict[str, Any], cause: str | None,
+             tags: list[str] | None, environment: dict[str, Any]) -> str:
+    """Create, tag and finish one run in `db` (a HistoryStore or HistoryWriter, flushed), with the worker's
+    Python and platform beside `environment`; returns its run id. For the kinds without latencies
+    (collectives, time-to-train)."""
+    import platform
+
+    run_id = db.create_run(spec)
+    if tags and hasattr(db, "set_tags"):
+        db.set_tags(run_id, tags)
+    db.finish_run(run_id, status, summary, error=cause if status != "completed" else None,
+                  environment={"worker": {"python": platform.python_version(), "platform": platform.system()},
+                               **environment})
+    if hasattr(db, "flush"):
+        db.flush()
+    return run_id
 
 
 def is_storage_run(run: Mapping[str, Any]) -> bool:

@@ -14,12 +14,11 @@ cause. Qt-free; reads never write.
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Mapping
 from typing import Any
 
 from console.storage.launch import Outcome
-from console.storage.runs import check_result
+from console.storage.runs import add_failure, check_result, checked_status, keep_run
 from engines.ttt import NAME
 
 SCENARIO = NAME
@@ -65,10 +64,7 @@ def summary_for(outcome: Outcome, status: str, cause: str | None) -> dict[str, A
     }
     if status == "completed" and not reached:
         summary["invalid_reasons"] = [result.get("status_reason") or "the target quality was not reached"]
-    if status != "completed":
-        summary.update(message=cause, error_kind=outcome.error_kind, fix=outcome.fix,
-                       progress=outcome.last_progress or None)
-    return summary
+    return add_failure(summary, outcome, status, cause)
 
 
 def store(outcome: Outcome, db: Any, options: Mapping[str, Any] | None = None,
@@ -81,25 +77,15 @@ def store_with_status(outcome: Outcome, db: Any, options: Mapping[str, Any] | No
                       tags: list[str] | None = None) -> tuple[str, str, str | None]:
     """store(), also returning (status, cause) as stored; a completed outcome with a malformed result is stored
     failed with the cause."""
-    status, cause = outcome.status, outcome.message or None
-    if status == "completed":
-        problems = problems_of(outcome.result)
-        if problems:
-            status, cause = "failed", f"the time-to-train result cannot be kept as completed: {'; '.join(problems)}"
+    status, cause = checked_status(outcome, problems_of, "time-to-train")
     result = outcome.result if isinstance(outcome.result, dict) else {}
     label = result.get("label")
-    run_id = db.create_run(spec_for(options or {}, label if isinstance(label, str) and label else None))
-    if tags and hasattr(db, "set_tags"):
-        db.set_tags(run_id, tags)
-    db.finish_run(run_id, status, summary_for(outcome, status, cause),
-                  error=cause if status != "completed" else None,
-                  environment={"worker": {"python": platform.python_version(), "platform": platform.system()},
-                               "time_to_train": {"backend": (options or {}).get("backend"),
-                                                 "placement": result.get("placement"),
-                                                 "rank_hosts": result.get("rank_hosts"),
-                                                 "seed": (options or {}).get("seed")}})
-    if hasattr(db, "flush"):
-        db.flush()
+    spec = spec_for(options or {}, label if isinstance(label, str) and label else None)
+    run_id = keep_run(db, spec, status, summary_for(outcome, status, cause), cause, tags,
+                      {"time_to_train": {"backend": (options or {}).get("backend"),
+                                         "placement": result.get("placement"),
+                                         "rank_hosts": result.get("rank_hosts"),
+                                         "seed": (options or {}).get("seed")}})
     return run_id, status, cause
 
 

@@ -23,17 +23,15 @@ from console.sweep import (
     SweepRun,
     analyse,
     chart_data,
-    format_rate,
     impossible_lines,
     knee_text,
     record_from_history,
 )
+from console.ui.sweep_points import SweepPointsTable
 from console.ui.workspace import SWEEP, Busy, Workspace
 from widgets import theme
 from widgets.sweep_chart import SweepChart
 
-POINT_COLUMNS = ("Point", "Status", "p50 (ms)", "p99 (ms)", "Throughput (samples/s)", "Run / reason",
-                 "Machine")  # the host the point ran on (a fleet sweep's points run on several)
 _FIELDS = (("batch", "Batch sizes", "1,2,4,8", "e.g. 1,2,4,8"),
            ("threads", "Threads", "", "engine default; e.g. 1,2,4"),
            ("precision", "Precisions", "", "Run page's; e.g. fp32,bf16"),
@@ -45,7 +43,6 @@ _FIELDS = (("batch", "Batch sizes", "1,2,4,8", "e.g. 1,2,4,8"),
            ("bucket_mb", "Gradient buckets (MB)", "", "with Ranks; e.g. 1,25,100"),
            ("grad_accum", "Gradient accumulation", "", "with Ranks; e.g. 1,2,4"),
            ("loader_workers", "Loader workers", "", "input-pipeline scenario; e.g. 0,2,4"))
-_STATUS_TEXT = {"running": "running…", "queued": "queued"}
 
 
 class SweepPage(QtWidgets.QWidget):
@@ -218,7 +215,7 @@ class SweepPage(QtWidgets.QWidget):
         """Show a sweep (finished, partial or read from history): table, charts, knee."""
         self.record = record
         self._points = list(record["points"])
-        self._fill_table(self._points, record.get("skipped", []))
+        self.table.show_points(self._points, record.get("skipped", []))
         self.chart.set_data(chart_data(record))
         name = f" “{record['name']}”" if record.get("name") else ""
         self.knee_label.setText(f"Sweep {record['sweep_id'][:8]}{name} — {record['status']}. "
@@ -339,16 +336,7 @@ class SweepPage(QtWidgets.QWidget):
         self.knee_label = QtWidgets.QLabel("")
         self.knee_label.setWordWrap(True)
         self.knee_label.setFont(theme.font(theme.AXIS_LABEL_PT, bold=True))
-        self.table = QtWidgets.QTableWidget(0, len(POINT_COLUMNS))
-        self.table.setHorizontalHeaderLabels(POINT_COLUMNS)
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
-        header = self.table.horizontalHeader()
-        reason = POINT_COLUMNS.index("Run / reason")  # takes the width left: reasons are long, the rest short
-        for column in range(len(POINT_COLUMNS)):
-            header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.Stretch if column == reason
-                                        else QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        self.table = SweepPointsTable()
         lower = QtWidgets.QWidget()
         lower_layout = QtWidgets.QVBoxLayout(lower)
         lower_layout.setContentsMargins(0, 0, 0, 0)
@@ -433,18 +421,18 @@ class SweepPage(QtWidgets.QWidget):
                                         (f", {len(event['impossible'])} impossible ones skipped"
                                          if event["impossible"] else ""))
             self._skipped = [{**p, "status": "skipped"} for p in event["impossible"]]
-            self._fill_table(self._points, self._skipped)
+            self.table.show_points(self._points, self._skipped)
             self.chart.clear()
             self.knee_label.setText("")
         elif kind == "point_started":
             self._points[event["index"]].update(status="running", run_id=event["run_id"])
             self.progress_label.setText(f"Point {event['index'] + 1} of {event['total']}: "
                                         f"{event['label'] or 'the point'}")
-            self._fill_table(self._points, self._skipped)
+            self.table.show_points(self._points, self._skipped)
         elif kind == "point_finished":
             self._points[event["index"]] = event["result"]
             self.progress.setValue(event["index"] + 1)
-            self._fill_table(self._points, self._skipped)
+            self.table.show_points(self._points, self._skipped)
             partial = {"points": self._points, "varying": self._sweep.grid.varying() if self._sweep else None,
                        "base": self._sweep.base if self._sweep else {}}
             partial.update(analyse(self._points, partial["varying"]))
@@ -472,30 +460,6 @@ class SweepPage(QtWidgets.QWidget):
         if item is not None and not self.running:
             self.open_sweep(item.data(QtCore.Qt.ItemDataRole.UserRole))
 
-    def _fill_table(self, points: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> None:
-        rows = list(points) + list(skipped)
-        self.table.setRowCount(len(rows))
-        for row, p in enumerate(rows):
-            lat = p.get("latency_ms") or {}
-            status = p.get("status", "")
-            detail = p.get("reason") or p.get("message") or (p.get("run_id") or "")[:8]
-            if status == "completed" and p.get("run_id"):
-                detail = p["run_id"][:8] + (f" — {p['message']}" if p.get("message") else "")
-            cells = (p.get("label") or "the point", _STATUS_TEXT.get(status, status), _ms(lat.get("p50")),
-                     _ms(lat.get("p99")), format_rate(p.get("throughput_per_s")), detail,
-                     p.get("hostname") or "")
-            for column, text in enumerate(cells):
-                item = QtWidgets.QTableWidgetItem(text)
-                if 2 <= column <= 4:
-                    item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
-                if column == 1:
-                    item.setForeground(QtGui.QColor(theme.STATUS_COLORS.get(status, theme.MUTED)))
-                if column in (2, 3) and status == "completed" and text == "—":
-                    item.setToolTip("withheld: too few samples back this percentile (a longer duration gives more)")
-                if column == 5:
-                    item.setToolTip(p.get("reason") or p.get("message") or p.get("run_id") or "")
-                self.table.setItem(row, column, item)
-
 
 def _local(iso: str) -> str:
     """Stored UTC → local 'YYYY-MM-DD HH:MM'."""
@@ -505,7 +469,3 @@ def _local(iso: str) -> str:
         return datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone().strftime("%Y-%m-%d %H:%M")
     except (AttributeError, ValueError):
         return str(iso)
-
-
-def _ms(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3g}"

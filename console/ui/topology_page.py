@@ -9,8 +9,8 @@
   Cancel, claims the workspace's one "measuring" state, stores the result as a run, and draws busbw against size
   (widgets.busbw_chart); the stored collectives runs are listed to pick from.
 
-The other parts (discovery, the bandwidth card, the collectives runner) are imported when used: a build without
-one says which is missing and why, instead of the page failing.
+The other parts (discovery, the bandwidth card, the collectives runner: console.ui.topology_sources) are imported
+when used: a build without one says which is missing and why, instead of the page failing.
 
 Developer option: LABCONSOLE_TOPOLOGY_FILE=PATH draws the topology JSON in PATH (the output of
 `labconsole topology --json`, or a test fixture) instead of discovering this machine, so a layout such as an 8-GPU
@@ -19,10 +19,6 @@ box can be looked at on a laptop. The page says so in its source line whenever i
 
 from __future__ import annotations
 
-import importlib
-import json
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -32,12 +28,19 @@ from PySide6 import QtCore, QtWidgets
 
 from console.ui.background import BackgroundCall
 from console.ui.pages import PageContext
+from console.ui.topology_sources import (
+    card_caption,
+    check_options,
+    collectives_module,
+    discover_topology,
+    figure_text,
+    newest_card_with_links,
+)
 from widgets import theme
 from widgets.bandwidth_matrix import BandwidthMatrix
 from widgets.busbw_chart import BusbwChart
 from widgets.topology_graph import TopologyGraph
 
-TOPOLOGY_FILE_ENV = "LABCONSOLE_TOPOLOGY_FILE"
 OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "reduce")  # nccl-tests' ops
 DEFAULT_OPS = ("all-reduce", "all-gather")
 DEFAULT_SIZES = "8B..64MiB"
@@ -45,86 +48,6 @@ STORED_SHOWN = 20
 NO_LINKS_TEXT = ("No machine card of this host has a bandwidth matrix yet. Measure one with "
                  "`labconsole machine --refresh` (or Measure on the Machine page); its host-memory, host↔device, "
                  "device↔device and drive figures then show here and on the graph's edges.")
-
-
-def discover_topology() -> dict[str, Any]:
-    """The topology to draw: the developer file when LABCONSOLE_TOPOLOGY_FILE is set, else this machine's
-    (engines.topology.discover). Raises with a message naming the problem (a bad file, discovery missing)."""
-    path = os.environ.get(TOPOLOGY_FILE_ENV)
-    if path:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                topology = json.load(handle)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{TOPOLOGY_FILE_ENV}={path} could not be read as topology JSON ({exc}); unset it to "
-                             f"discover this machine") from exc
-        if not isinstance(topology, dict) or not isinstance(topology.get("nodes"), list):
-            raise ValueError(f"{TOPOLOGY_FILE_ENV}={path} is not a topology (no 'nodes' list); write one with "
-                             "`labconsole topology --json > FILE`")
-        topology["source"] = f"developer file {path} ({topology.get('source', 'no source given')})"
-        return topology
-    try:
-        from engines.topology import discover
-    except ImportError as exc:
-        raise RuntimeError(f"topology discovery is not available in this build (engines.topology: {exc})") from exc
-    return discover("/")
-
-
-def collectives_module() -> tuple[Any | None, str | None]:
-    """console.collectives (run, store, latest), or None and why it cannot be used."""
-    try:
-        module = importlib.import_module("console.collectives")
-    except ImportError as exc:
-        return None, f"console.collectives cannot be imported ({exc})"
-    missing = [name for name in ("run", "store", "latest") if not callable(getattr(module, name, None))]
-    if missing:
-        return None, f"console.collectives has no {', '.join(missing)}"
-    return module, None
-
-
-def check_options(options: dict[str, Any]) -> str | None:
-    """What is wrong with the form's options and how to fix it (engines.collectives.options.normalize, the check
-    the CLI and the worker make too), or None when they are fine."""
-    try:
-        from engines.collectives.options import normalize
-    except ImportError:  # the runner is missing too: the page says so already
-        return None
-    try:
-        normalize(options)
-    except ValueError as exc:  # CollectivesError: the message and its fix
-        return str(exc)
-    return None
-
-
-def figure_text(name: str, value: Any) -> str:
-    """'all_reduce_peak_busbw_gbs', 3.14 → 'all reduce peak busbw: 3.14 GB/s' (the unit from the name's suffix)."""
-    units = {"_gbs": "GB/s", "_us": "µs", "_ms": "ms", "_bytes": "B"}
-    unit = next((u for suffix, u in units.items() if name.endswith(suffix)), "")
-    stem = name[: -len(next(s for s in units if name.endswith(s)))] if unit else name
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        shown = f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"  # 1020 µs, not 1.02e+03
-    else:
-        shown = str(value)
-    return f"{stem.replace('_', ' ')}: {shown}{' ' + unit if unit and shown != 'None' else ''}"
-
-
-def newest_card_with_links(store: Any, hostname: str | None = None) -> dict[str, Any] | None:
-    """This host's newest machine card (any target) whose "links" block has entries, a full card before a quick one
-    (a quick card's buffers fit in the caches: its figures check the machinery, they are not ceilings); None when
-    there is none."""
-    cards = [card for card in store.machine_cards(hostname=hostname or socket.gethostname())
-             if isinstance(card.get("links"), dict) and card["links"].get("entries")]
-    full = [card for card in cards if not card.get("quick")]
-    return (full or cards or [None])[0]
-
-
-def card_caption(card: dict[str, Any]) -> str:
-    """Which card the figures come from, and — for a quick card — that they are not ceilings."""
-    text = (f"machine card {str(card.get('card_id', '?'))[:8]} of {card.get('host', '?')} ({card.get('target', '?')}), "
-            f"measured {str(card.get('measured_at', '?'))[:16]}")
-    if card.get("quick"):
-        text += " · QUICK card: small buffers that fit in the caches check the machinery, they are not ceilings"
-    return text
 
 
 class TopologyPage(QtWidgets.QWidget):

@@ -15,6 +15,7 @@ from engines.collectives.errors import CollectivesError
 from engines.collectives.formulas import shape
 from engines.collectives.options import format_size, normalize
 from engines.collectives.result import build_result
+from engines.host_memory import available_bytes
 
 MEMORY_SHARE = 0.8  # local ranks' buffers may take at most this share of the memory available now
 
@@ -74,19 +75,8 @@ def _check_local(opts: dict[str, Any]) -> None:
     largest = max(opts["sizes_bytes"])
     splits = [shape(op, largest, opts["ranks"]) for op in opts["ops"]]
     per_rank = max(4 * (split["send_count"] + split["recv_count"]) for split in splits)
-    need, available = per_rank * opts["ranks"], _mem_available()
+    need, available = per_rank * opts["ranks"], available_bytes() or None
     if available is not None and need > MEMORY_SHARE * available:
         raise CollectivesError(f"{opts['ranks']} ranks at {format_size(largest)} need about {need / 1e9:.1f} GB of "
                                f"buffers, and {available / 1e9:.1f} GB of memory is available",
                                "use a smaller largest size (e.g. --sizes 8B..64MiB) or fewer --ranks")
-
-
-def _mem_available() -> int | None:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None

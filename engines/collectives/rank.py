@@ -22,7 +22,7 @@ from typing import Any
 
 from engines.collectives.formulas import shape
 
-__all__ = ["run_rank", "free_port", "node_address"]
+__all__ = ["run_rank", "free_port", "node_address", "rank_device"]
 
 
 # ---- Public API
@@ -38,7 +38,7 @@ def run_rank(rank: int, plan: dict[str, Any], master_addr: str, master_port: int
     import torch.distributed as dist
 
     ranks, backend = int(plan["ranks"]), plan["backend"]
-    device = _device(torch, backend, rank, plan)
+    device = rank_device(torch, backend, rank, plan)
     torch.set_num_threads(max(1, int(plan.get("threads_per_rank") or 1)))
     dist.init_process_group(backend, init_method=f"tcp://{_host_for_url(master_addr)}:{master_port}", rank=rank,
                             world_size=ranks, timeout=datetime.timedelta(seconds=float(plan["stall_timeout_s"])))
@@ -98,8 +98,9 @@ def node_address() -> str:
     return ray.util.get_node_ip_address()
 
 
-# ---- Private API
-def _device(torch: Any, backend: str, rank: int, plan: dict[str, Any]) -> Any:
+def rank_device(torch: Any, backend: str, rank: int, plan: dict[str, Any]) -> Any:
+    """The device a rank works on: the CPU for gloo; for nccl its GPU (rank modulo the local GPUs when the ranks
+    are local processes, GPU 0 of its node when Ray placed it), made current. The time-to-train ranks use it too."""
     if backend != "nccl":
         return torch.device("cpu")
     if not torch.cuda.is_available():
@@ -109,6 +110,7 @@ def _device(torch: Any, backend: str, rank: int, plan: dict[str, Any]) -> Any:
     return torch.device("cuda", index)
 
 
+# ---- Private API
 def _host_for_url(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 

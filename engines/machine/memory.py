@@ -8,9 +8,9 @@ the bus traffic. GB/s are 1e9 bytes per second.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from engines.host_memory import available_bytes
 from engines.machine.devices import Device
 from engines.machine.errors import Unavailable
 from engines.machine.timing import Batch, no_sync
@@ -28,7 +28,7 @@ def stream_array_bytes(llc_bytes: int | None, minimum: int, quick: bool) -> tupl
     if llc_bytes is None:
         return UNKNOWN_LLC_ARRAY, f"{UNKNOWN_LLC_ARRAY // MIB} MiB per array (LLC unknown)"
     size = max(minimum, 4 * llc_bytes)
-    available = _available_memory()
+    available = available_bytes() or None  # 0: the OS does not say
     if available is not None and 3 * size > available // 2:
         raise Unavailable(f"three arrays of 4× the LLC ({3 * size // MIB} MiB) do not fit in half the free memory "
                           f"({available // MIB} MiB): free memory and measure again")
@@ -71,19 +71,3 @@ class HostToDeviceCeiling:
 
     def once(self) -> float:
         return self.size * self.batch.calls / self.batch.best_seconds(self.best_of) / 1e9
-
-
-# ---- Private API
-def _available_memory() -> int | None:
-    """MemAvailable (free plus reclaimable page cache) on Linux; free pages elsewhere; None when unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None

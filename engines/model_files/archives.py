@@ -12,11 +12,11 @@ the file's own text).
 from __future__ import annotations
 
 import contextlib
-import os
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from engines.host_memory import available_bytes
 from engines.model_files.common import TORCH_SAVE_HINT, ModelFileError, UnsafeModelFile
 
 MAX_RATIO = 200  # declared size / stored size of one member
@@ -55,18 +55,6 @@ def check_limits(path: Path, archive: zipfile.ZipFile) -> None:
         raise UnsafeModelFile(f"{path}: its members declare {_size(total)} in all, more than this machine can hold "
                               f"(limit {_size(budget)}: the larger of twice the file's size and the memory "
                               f"available now); refused before anything was expanded. {_FIX}")
-
-
-def available_bytes() -> int:
-    """Memory available now (Linux MemAvailable, else free pages); 0 when the OS does not say."""
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    with contextlib.suppress(AttributeError, OSError, ValueError):
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    return 0
 
 
 # ---- Private API

@@ -173,7 +173,7 @@ def _combine(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _check_room(rank_bytes: int, opts: dict[str, Any], directory: Path) -> None:
     """Refuse up front what the disk or the memory here cannot hold (a half-written checkpoint helps nobody)."""
-    from engines.model_files.archives import available_bytes
+    from engines.host_memory import available_bytes
 
     writers = opts["ranks"] if "dcp" in opts["formats"] else 1
     disk_need = int(rank_bytes * writers * 1.05) + (64 << 20)

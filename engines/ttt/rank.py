@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from engines.collectives.rank import rank_device
+
 MOMENTUM = 0.9
 DIE_ENV = "LABCONSOLE_TEST_DDP_DIE"  # test-only: "RANK:STEP" makes that rank exit(9) at that step
 
@@ -67,7 +69,7 @@ def train(rank: int, plan: dict[str, Any], addr: str, port: int,
     from engines.catalog import params_for, ttt_task
 
     torch.set_num_threads(max(1, int(plan.get("threads_per_rank") or 1)))
-    device = _device(torch, plan, rank)
+    device = rank_device(torch, plan["backend"], rank, plan)
     grouped = world > 1
     if grouped:
         host = f"[{addr}]" if ":" in addr and not addr.startswith("[") else addr
@@ -153,16 +155,6 @@ def _batches(torch: Any, count: int, size: int, seed: int, rank: int):
         for start in range(0, count - size + 1, size):
             yield order[start:start + size]
         epoch += 1
-
-
-def _device(torch: Any, plan: dict[str, Any], rank: int) -> Any:
-    if plan["backend"] != "nccl":
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise RuntimeError("backend nccl needs CUDA, and torch sees no CUDA device on this rank's machine")
-    index = rank % torch.cuda.device_count() if plan.get("placement") == "local" else 0
-    torch.cuda.set_device(index)
-    return torch.device("cuda", index)
 
 
 def _die_step(rank: int) -> int | None:

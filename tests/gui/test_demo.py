@@ -17,7 +17,8 @@ from console.ui.app import build_main_window
 from console.ui.demo import DemoWindow
 from console.ui.demo.director import PlaylistDirector
 from console.ui.workspace import Busy
-from widgets.demo_tiles import DemoTrace, FigureTile, tile_number
+from widgets.demo_tiles import FigureTile, tile_number
+from widgets.demo_trace import DemoTrace
 
 RUN_TIMEOUT_MS = 120_000
 SHORT = {"model": "mlp", "duration_s": 0.3, "warmup_s": 0.1}

@@ -294,7 +294,7 @@ def test_the_demo_trace_paints_once_per_refresh(qtbot, monkeypatch):
     """Its view is moved before the paint, not during it (which repainted the whole trace a second time)."""
     import pyqtgraph as pg
 
-    from widgets.demo_tiles import DemoTrace
+    from widgets.demo_trace import DemoTrace
 
     paints = []
     original = pg.GraphicsView.paintEvent

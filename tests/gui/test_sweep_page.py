@@ -8,7 +8,8 @@ import pytest
 
 from console.history import HistoryStore, HistoryWriter
 from console.sweep import analyse, chart_data, point_label
-from console.ui.sweep_page import POINT_COLUMNS, SweepPage
+from console.ui.sweep_page import SweepPage
+from console.ui.sweep_points import POINT_COLUMNS
 from console.ui.workspace import Workspace
 from widgets.sweep_chart import SweepChart
 

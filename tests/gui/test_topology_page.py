@@ -26,13 +26,15 @@ from test_topology_page_data import (  # noqa: E402
     eight_gpu_box,
 )
 
-from console.ui import topology_page  # noqa: E402
+from console.ui import topology_page, topology_sources  # noqa: E402
 from console.ui.pages import PAGES, PageContext, shortcut  # noqa: E402
-from console.ui.topology_page import OPS, TopologyPage, check_options, discover_topology, figure_text  # noqa: E402
+from console.ui.topology_page import OPS, TopologyPage  # noqa: E402
+from console.ui.topology_sources import check_options, discover_topology, figure_text  # noqa: E402
 from console.ui.workspace import COLLECTIVES, STORAGE, Workspace  # noqa: E402
 from widgets.bandwidth_matrix import efficiency_percent  # noqa: E402
 from widgets.busbw_chart import BusbwChart, Log2SizeAxis, size_text  # noqa: E402
-from widgets.topology_graph import FLAG_COLOR, IDLE_COLOR, NVLINK_COLOR, link_text, pcie_generation  # noqa: E402
+from widgets.topology_graph import FLAG_COLOR, IDLE_COLOR, NVLINK_COLOR  # noqa: E402
+from widgets.topology_text import link_text, pcie_generation  # noqa: E402
 
 
 @pytest.fixture
@@ -188,7 +190,7 @@ def test_a_full_card_wins_over_a_newer_quick_one_and_a_quick_card_says_it_is_no_
     assert "QUICK card" in page.bandwidth.message.text() and "not ceilings" in page.bandwidth.message.text()
     store_card(workspace, links)  # full, older than the quick one below
     store_card(workspace, links, quick=True)
-    assert topology_page.newest_card_with_links(workspace.store)["quick"] is False
+    assert topology_sources.newest_card_with_links(workspace.store)["quick"] is False
 
 
 def test_without_a_card_the_page_says_how_to_measure_one(qtbot, workspace):
@@ -293,7 +295,7 @@ def test_missing_parts_are_said_not_hidden(qtbot, workspace, monkeypatch):
 def test_the_developer_file_is_named_as_the_source(tmp_path, monkeypatch):
     path = tmp_path / "box.json"
     path.write_text(json.dumps(eight_gpu_box()))
-    monkeypatch.setenv(topology_page.TOPOLOGY_FILE_ENV, str(path))
+    monkeypatch.setenv(topology_sources.TOPOLOGY_FILE_ENV, str(path))
     assert discover_topology()["source"] == f"developer file {path} (fixture:hgx-8gpu)"
     path.write_text("{}")
     with pytest.raises(ValueError, match="no 'nodes' list"):

@@ -7,7 +7,8 @@ import pytest
 from ddp_samples import MS, ddp_block, ddp_run, steps
 
 from console.analysis import scaling_verdict
-from console.analysis.bottleneck import CLASSES, LABELS, LEVERS, SHORT_LEVERS, diagnose
+from console.analysis.bottleneck import CLASSES, diagnose
+from console.analysis.bottleneck_text import LABELS, LEVERS, SHORT_LEVERS
 from console.analysis.findings import add_findings
 from console.collectives import latest
 from engines.ddp.breakdown import summarize

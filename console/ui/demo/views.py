@@ -16,7 +16,8 @@ from PySide6 import QtCore, QtWidgets
 from console.demo import figures
 from engines import phases
 from widgets import theme
-from widgets.demo_tiles import Banner, DemoTrace, FigureTile, ScaledLabel
+from widgets.demo_tiles import Banner, FigureTile, ScaledLabel
+from widgets.demo_trace import DemoTrace
 from widgets.formatting import format_number
 
 MEASURED_X = "time measuring (s)"
@@ -132,9 +133,7 @@ class SingleRunView(_Screen):
     def handle(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "latencies":
-            t_ns = np.asarray(event["t_ns"], dtype=np.int64)
-            latency_ns = np.asarray(event["latency_ns"], dtype=np.int64)
-            self.live.add_latencies(t_ns, latency_ns)
+            t_ns, latency_ns = _fed_latencies(self.live, event)
             if t_ns.size:
                 if self._t0_ns is None:  # the axis counts measured time: loading and warm-up are not drawn
                     self._t0_ns = int(t_ns[0])
@@ -310,9 +309,7 @@ class RaceView(_Screen):
             return
         kind = event.get("type")
         if kind == "latencies":
-            t_ns = np.asarray(event["t_ns"], dtype=np.int64)
-            latency_ns = np.asarray(event["latency_ns"], dtype=np.int64)
-            self.live.add_latencies(t_ns, latency_ns)
+            t_ns, latency_ns = _fed_latencies(self.live, event)
             if t_ns.size:
                 if self._t0_ns is None:  # rounds follow each other on the axis: only measured time is drawn
                     self._t0_ns = int(t_ns[0])
@@ -455,3 +452,11 @@ def _common(specs: list[dict[str, Any]]) -> str:
             value = os.path.basename(str(a[key])) if key == "model" else a[key]
             parts.append(f"{word}{value}")
     return " · ".join(parts) or "two configurations"
+
+
+def _fed_latencies(live: Any, event: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """A "latencies" event's (t_ns, latency_ns) arrays, given to the live figures first."""
+    t_ns = np.asarray(event["t_ns"], dtype=np.int64)
+    latency_ns = np.asarray(event["latency_ns"], dtype=np.int64)
+    live.add_latencies(t_ns, latency_ns)
+    return t_ns, latency_ns
