@@ -2,7 +2,7 @@
 
 Why this lives in engines/: the worker decides its "auto" thread count from its own cores (a worker confined to
 3 of 8 cores that starts 8 threads makes them queue for each other), and the console plans the partition that
-keeps itself off those cores (console/partition.py). Both need the same facts, and engines/ may not import
+keeps itself off those cores (console/run/partition.py). Both need the same facts, and engines/ may not import
 console/.
 
 Linux only: `os.sched_getaffinity`/`os.sched_setaffinity`. Elsewhere (macOS has no process affinity call,

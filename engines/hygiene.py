@@ -87,7 +87,7 @@ def collect(root: str = "/", sample_s: float = SAMPLE_S, exclude_pids: Iterable[
     environ = dict(os.environ) if environ is None else environ
     cpus = cpu_count or _usable_cpus()
     # The load average counts the whole machine (the console on its reserved cores too): judge it against the
-    # machine's CPUs, not a partitioned worker's few (console.partition).
+    # machine's CPUs, not a partitioned worker's few (console.run.partition).
     machine_cpus = cpu_count or max(cpus, os.cpu_count() or 1)
     if sampling is not None:
         excluded = sampling.excluded

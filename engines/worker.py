@@ -106,7 +106,7 @@ def worker_main(conn, spec_data: dict[str, Any]) -> None:
 
 
 def pool_main(conn, engine: str, ready) -> None:
-    """A spare worker (console.worker_pool): import `engine` now, set `ready`, then wait for the one spec it will
+    """A spare worker (console.run.worker_pool): import `engine` now, set `ready`, then wait for the one spec it will
     run and run it exactly as `worker_main` does. A closed pipe before that means the pool let it go."""
     faulthandler.enable()
     _import_engine(engine)

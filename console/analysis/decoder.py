@@ -29,7 +29,7 @@ def annotate(summary: dict[str, Any], card: dict[str, Any] | None) -> dict[str, 
     `summary["decoder"]` gets the whole block (utilization with its reason and method, the footprint table), and
     the scenario block two plain figures the summary card lists: `decode_gbs` (bytes per token ÷ time per token)
     and `decode_bandwidth_utilization` (None without a card's bandwidth). Call it where the card is known (the
-    session or `analyze`, with console.machine.card_to_judge_by); a summary never measures a card itself.
+    session or `analyze`, with console.machine.cards.card_to_judge_by); a summary never measures a card itself.
     """
     block = decoder_block(summary, card)
     if block is not None:

@@ -14,7 +14,7 @@ agree. Two different questions are asked instead:
    correlate 0.5–0.6 on a VM), which the rank test, assuming independent windows, reads as a trend: 3 of 20 steady
    runs were called a drift. So the change must also exceed the machine's own wander — the largest change between
    the halves that the noise floor's reference kernel, work that cannot drift, showed in its recent draws
-   (console.noise pools them): a smaller change cannot be told from the machine, and the run says so.
+   (console.machine.noise pools them): a smaller change cannot be told from the machine, and the run says so.
    Why halves and a rank test: the windows' jitter on a shared machine is neither normal nor small, so a test on
    ranks keeps its false-alarm rate (≤ 3.2% at 5 + 5 windows) whatever the jitter's size; and both shapes of drift
    that matter — a steady rise (throttling, a leak) and a step (a competing program, a frequency change) — put the
@@ -78,7 +78,7 @@ def noise_of(floor: Mapping[str, Any] | None, k: int) -> float | None:
     """The noise floor's typical spread of `k` consecutive windows (a fraction), None when there is no floor.
 
     Recomputed from the floor's window medians for this `k` when they are stored — one draw's, or several draws'
-    pooled (console.noise.pooled) — since the rules may compare another number of windows than the 3 the floor was
+    pooled (console.machine.noise.pooled) — since the rules may compare another number of windows than the 3 the floor was
     summarised for; else its stored spread."""
     if not isinstance(floor, Mapping):
         return None

@@ -5,7 +5,7 @@ reads beside their ceiling are judged the same way whether the run came from the
 are stored with the run, so the history, the summary card and a report all read the same finding. Each judges
 what the run's scenario reported (decode bytes, storage reads), never the scenario's name, so a new scenario
 that reports those figures is judged the same way. The card is
-passed in (console.machine.card_to_judge_by reads it from the history; a summary never starts a measurement);
+passed in (console.machine.cards.card_to_judge_by reads it from the history; a summary never starts a measurement);
 without one, each block says what it could not judge and why.
 """
 

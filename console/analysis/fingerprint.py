@@ -98,7 +98,7 @@ def environment_facts(run: dict[str, Any]) -> dict[str, Any]:
     governors = ((env.get("hygiene") or {}).get("cpu_frequency") or {}).get("governors")
     if governors:
         facts["host.cpu_governor"] = governors
-    partition = env.get("partition")  # console.partition: the console on its own cores, or sharing the worker's
+    partition = env.get("partition")  # console.run.partition: the console on its own cores, or sharing the worker's
     if isinstance(partition, dict):
         facts["host.core_partition"] = (f"worker CPUs {format_cpus(partition.get('worker_cpus') or [])}, console "
                                         f"CPUs {format_cpus(partition.get('console_cpus') or [])}"

@@ -89,7 +89,7 @@ class Finished:
 # ---- Public API
 def finish(measured: Measured, context: Context, outcome: Any, reads: Reads) -> Finished:
     """The summary with its findings, storage state and baseline verdict, and the status a run that lost data
-    takes (`failed`, whatever the worker said). `outcome`: console.runner.Outcome (status, message, result, error)."""
+    takes (`failed`, whatever the worker said). `outcome`: console.run.runner.Outcome (status, message, result, error)."""
     spec = context.spec
     summary = measured_summary(measured, spec, context.rules, context.noise_floor, reads.noise_floor_now)
     hygiene = context.environment.get("hygiene") or {}

@@ -1,4 +1,4 @@
-"""Whether two runs had the same core partition (console.partition), for `compare`.
+"""Whether two runs had the same core partition (console.run.partition), for `compare`.
 
 Why: a run measured with the console on the worker's cores and one measured with the console on a core of its own
 are different experiments — on a 2-core machine one worker has twice the cores of the other — so a comparison must

@@ -118,7 +118,7 @@ def in_force(explicit: str | Path | None = None, lab_file: Path | None = None) -
 
 def load_file(path: str | Path) -> dict[str, Any]:
     """The TOML document of a rules file (its [validity] table when it has one); RulesError when unreadable."""
-    from console.small_file import SmallFileError, read_small_file
+    from console.files.small_file import SmallFileError, read_small_file
 
     path = Path(path)
     try:

@@ -6,7 +6,7 @@ throughput measured on a chosen directory. Put side by side, a model load readin
 storage-bound, one at 5% is not (or read from the page cache, which the card's and the run's cache states say).
 
 Pure functions over plain dicts (the summary and a card); Qt-free, numpy-free. The card is the caller's
-(console.machine.newest_card); `stored_sweep` reads the newest I/O sweep from a store it is given.
+(console.machine.cards.newest_card); `stored_sweep` reads the newest I/O sweep from a store it is given.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def storage_verdict(summary: dict[str, Any], card: dict[str, Any] | None,
     disk = device.get("disk")
     tele = _device_telemetry(summary.get("telemetry") or {}, disk)
     read = facts.get("read_mb_s") or tele.get("read_mb_s")
-    sweep = (card or {}).get("storage_sweep") or {}  # attached by console.machine.card_to_judge_by when one is stored
+    sweep = (card or {}).get("storage_sweep") or {}  # attached by console.machine.cards.card_to_judge_by when one is stored
     if sweep_best_mb_s is None and sweep.get("disk") in (None, disk):
         sweep_best_mb_s, sweep_label = _number(sweep.get("best_read_mb_s")), str(sweep.get("label") or "")
     ceiling, ceiling_source = _ceiling(card, device, sweep_best_mb_s, sweep_label)

@@ -30,7 +30,7 @@ def summarize(latency_ns: np.ndarray, result: dict[str, Any] | None, loaded: dic
     """Everything the summary card, the CLI's JSON and the history show about one run.
 
     `scenario` picks the validity rules (a server run is judged on its latency bound, which its `result`
-    carries, not on stability: `validity.assess`). `noise_floor`: the machine's (console.noise), which stability is
+    carries, not on stability: `validity.assess`). `noise_floor`: the machine's (console.machine.noise), which stability is
     judged against (console.analysis.drift)."""
     latency_ms = np.asarray(latency_ns, dtype=np.float64) / 1e6
     count = int(latency_ms.size)

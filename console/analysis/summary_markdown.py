@@ -4,7 +4,7 @@ What it says is what the summary card says, in the same honesty: a figure that w
 available (why)", never 0; each figure carries its unit and, for percentiles, its 95% interval; the verdict is
 VALID or INVALID with each failed rule and its fix; energy names its method, and an estimate says "estimated" in
 so many words; the verdict against the configuration's baseline when there is one; and the command that runs it
-again (``console.reproduce``).
+again (``console.spec.reproduce``).
 
 Every string that came from a person or a file (a run name, a model path, a note) is escaped: a ``|`` cannot
 split the table, a ``*`` or ``_`` cannot start emphasis, and ``<script>`` stays text in renderers that allow HTML.
@@ -22,10 +22,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from console import reproduce
 from console.analysis import kv_offload
 from console.analysis.stability_text import noise_text, stability_line
 from console.analysis.validity_text import rules_judged
+from console.spec import reproduce
 
 __all__ = ["MISSING", "escape", "run_markdown", "title_line"]
 
@@ -221,7 +221,7 @@ def _validity(summary: Mapping[str, Any], scenario: str | None = None) -> list[s
 
 
 def _cores(summary: Mapping[str, Any]) -> str:
-    """**Cores:** both sets (or not confined, why) and the console's own CPU while measuring (console.partition)."""
+    """**Cores:** both sets (or not confined, why) and the console's own CPU while measuring (console.run.partition)."""
     partition = summary.get("partition") if isinstance(summary.get("partition"), Mapping) else {}
     figure = summary.get("console_cpu") if isinstance(summary.get("console_cpu"), Mapping) else {}
     parts = [str(partition["text"])] if partition.get("text") else []

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from console.cli.run_cmd import _noise_floor, _run_report
-    from console.session import RunSession
+    from console.run.session import RunSession
 
     found = spec_and_rules(args)
     if isinstance(found, int):
@@ -159,9 +159,9 @@ def _repeats(record: dict[str, Any], verdict: dict[str, Any] | None, args: argpa
 
 def _machine_card(target: str, args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
     """This host's card for the target: the stored one, else measured now and stored (once per host and target;
-    `labconsole machine --refresh` measures again) — console.machine.card_for_analysis, the window's Analyze's too. The
+    `labconsole machine --refresh` measures again) — console.machine.cards.card_for_analysis, the window's Analyze's too. The
     note says why there is none."""
-    from console.machine import card_before_analysis, card_for_analysis
+    from console.machine.cards import card_before_analysis, card_for_analysis
 
     if card_before_analysis(target, db_path(args)) is None:
         print(f"  … measuring the machine card of {target} (once; kept in the history)", file=sys.stderr,
@@ -171,12 +171,12 @@ def _machine_card(target: str, args: argparse.Namespace) -> tuple[dict[str, Any]
 
 
 def _trace_target(text: str | None, history=None):
-    """--trace FILE checked before anything runs (console.output_file, as every --out): a directory, a missing or
+    """--trace FILE checked before anything runs (console.files.output_file, as every --out): a directory, a missing or
     read-only folder, a name too long, a FIFO nobody reads is exit 2. Standard output carries the report, so `-`
     is refused. None without --trace."""
     if text is None:
         return None
-    from console.output_file import OutputError, check_out
+    from console.files.output_file import OutputError, check_out
 
     try:
         target = check_out(text, option="--trace", example="trace.json", keep=history)
@@ -189,7 +189,7 @@ def _trace_target(text: str | None, history=None):
 
 def _copy_trace(profile: dict[str, Any] | None, target) -> str | None:
     """The recorded trace written whole at the checked --trace target; None (said on stderr) when it was not."""
-    from console.output_file import OutputError, shown, write_out
+    from console.files.output_file import OutputError, shown, write_out
 
     with target:
         source = (profile or {}).get("trace_path")

@@ -5,7 +5,7 @@ The planning and judging are console.analysis.confirm's; this module runs the ro
 round is an ordinary RunSession run of the original (A) or changed (B) spec, measured for a short fixed time
 (ROUND_S, or the analysis's own duration when shorter; no profiling, no until-stable, no telemetry: pairs must
 measure alike and a sampler would compete for the rounds' cores), on the same console partition as the analysed
-run, with a warm worker handed to each round (console.worker_pool) so a round does not pay the engine's import.
+run, with a warm worker handed to each round (console.run.worker_pool) so a round does not pay the engine's import.
 The rounds are stored in the history as runs named "confirm <run> <intervention> A/B round k". The confirmation
 is stored with the analysed run, beside its verdict (summary["bottleneck"]["confirmation"]), so `report` and
 the History page read it there.
@@ -63,7 +63,7 @@ def confirm_run(db: Any, spec: Any, record: dict[str, Any], verdict: dict[str, A
     it)."""
     from console.analysis.confirm import MAX_ROUNDS, MIN_ROUNDS, plan_for, run_confirmation
     from console.history import HistoryError, HistoryWriter
-    from console.worker_pool import WorkerPool
+    from console.run.worker_pool import WorkerPool
 
     cap = int(max_rounds or MAX_ROUNDS)
     if record.get("status", "completed") != "completed" or not verdict:
@@ -114,7 +114,7 @@ def round_runners(base: Any, writer: Any, pool: Any = None, partition: Any = Non
     """make_runner(planned) for console.analysis.confirm.run_confirmation: the original (`base`, a round_spec)
     as A and the planned change as B, each round a RunSession through console.cli.compare_rounds.runner (a round
     that fails raises RoundFailed, a RuntimeError), each taking the pool's spare, warm or still importing. A threads
-    experiment's rounds are watched for other processes' load on the worker's CPUs (console.round_load)."""
+    experiment's rounds are watched for other processes' load on the worker's CPUs (console.run.round_load)."""
     from console.cli.compare_rounds import runner
 
     def make_runner(planned: Any):
@@ -124,7 +124,7 @@ def round_runners(base: Any, writer: Any, pool: Any = None, partition: Any = Non
         if planned.axis.kind != "threads":
             return run_round
         # a second thread's gain is the machine's only while other processes leave its cores idle
-        from console.round_load import LoadWatched
+        from console.run.round_load import LoadWatched
 
         confined = getattr(partition, "confined", False)
         return LoadWatched(run_round, list(partition.worker) if confined else None)

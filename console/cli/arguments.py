@@ -4,7 +4,7 @@ Why: each of these was accepted and then failed late or not at all — `history 
 with exit 0, an empty `--data-dir` loaded the model and stored a failed run, a too-short run id prefix exited 1
 while an unknown id exited 2. Here each is refused up front as a usage error (exit 2, EXIT_USAGE) naming the
 accepted forms or the fix, and nothing is created or run. (Files a command writes — --out, analyze's --trace —
-are checked by console.output_file.)
+are checked by console.files.output_file.)
 
 - `date_bound`: the argparse type of --since / --until (ISO dates and date-times only).
 - `history_path`: the argparse type of --db (every command's; here so the commands need not import the CLI's

@@ -115,7 +115,7 @@ def add_cluster_options(parser: argparse.ArgumentParser, cluster_help: str, sche
 
 
 def add_console_cores_option(parser: argparse.ArgumentParser) -> None:
-    """--console-cores N (run, sweep, analyze): the window's core partition (console.partition) for a headless
+    """--console-cores N (run, sweep, analyze): the window's core partition (console.run.partition) for a headless
     run, so a window run and a CLI run of one spec are alike. 0, the default: no partition, as before."""
     from console.cli.numbers import whole
 
@@ -126,9 +126,9 @@ def add_console_cores_option(parser: argparse.ArgumentParser) -> None:
 
 
 def console_partition(args: argparse.Namespace):
-    """The console.partition.Partition that --console-cores asks for (a 'not confined (why)' one when it cannot
+    """The console.run.partition.Partition that --console-cores asks for (a 'not confined (why)' one when it cannot
     be applied here)."""
-    from console.partition import plan
+    from console.run.partition import plan
 
     return plan(getattr(args, "console_cores", 0) or 0)
 
@@ -221,7 +221,7 @@ def spec_values(args: argparse.Namespace, fields: Iterable[Any]) -> dict[str, An
 
 def option_problem(exc: Exception) -> str:
     """A SpecError in the words the user typed: the flag, then what is wrong."""
-    from console.specs import flag_for
+    from console.spec.build import flag_for
 
     field = getattr(exc, "field", "")
     detail = getattr(exc, "detail", str(exc))

@@ -60,11 +60,11 @@ def round_specs(args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict[st
 def runner(specs: dict[str, Any], writer: Any, pool: Any = None, partition: Any = None, on_session: Any = None):
     """run_round(side, k) for console.analysis.interleave: one RunSession of that side's spec, its latencies in
     ms. Ctrl-C cancels the round running and stops the comparison (RoundFailed). `pool` (a
-    console.worker_pool.WorkerPool) hands each round a worker spawned ahead, so rounds skip the engine's import;
+    console.run.worker_pool.WorkerPool) hands each round a worker spawned ahead, so rounds skip the engine's import;
     `partition` keeps the console off the rounds' cores, as the run being confirmed was (`analyze --confirm`).
     Off the main thread (the window's confirmation) Ctrl-C is not the caller's: `on_session(session)` hears each
     round's RunSession as it starts, so the caller can cancel it."""
-    from console.session import RunSession
+    from console.run.session import RunSession
 
     def run_round(side: str, k: int) -> np.ndarray:
         spec = dataclasses.replace(specs[side], name=f"{specs[side].name} round {k + 1}")

@@ -1,6 +1,6 @@
 """`labconsole export RUN… --format csv|json|trace [--summary] [--out FILE]`: stored runs as files other tools read.
 
-Reads only (open_reader). --out goes through console.output_file, checked before the history is opened: a file
+Reads only (open_reader). --out goes through console.files.output_file, checked before the history is opened: a file
 appears whole or not at all (a temporary file beside it, renamed over FILE only once every run was written, so an
 unknown run or a full disk never leaves a half-written or emptied FILE behind); `-` or /dev/stdout is standard
 output; a character device or FIFO is written into, never replaced.
@@ -13,14 +13,14 @@ import sys
 
 from console.cli.arguments import history_failure
 from console.cli.common import EXIT_OK, db_path, error, fail
-from console.output_file import OutputError, check_out, write_out
+from console.files.output_file import OutputError, check_out, write_out
 
 NAME = "export"
 HELP = "write runs as csv (one row per iteration), json (the whole run) or a Chrome trace (Perfetto)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from console.export import FORMATS
+    from console.report.export import FORMATS
 
     parser.add_argument("runs", metavar="RUN", nargs="+", help="run id or a unique prefix (≥ 4 characters)")
     parser.add_argument("--format", dest="format", choices=FORMATS, default=None,
@@ -36,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from console.export import export_runs
     from console.history import HistoryError, open_reader
+    from console.report.export import export_runs
 
     if args.summary and args.format not in (None, "csv"):
         return fail(f"--summary is a csv form (one row per run); drop --format {args.format} or --summary")
@@ -80,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
 
 # ---- Private API
 def _export_to_file(store, runs, fmt: str, target, summary: bool) -> int:
-    from console.export import export_runs
+    from console.report.export import export_runs
 
     try:
         counts = write_out(target, lambda stream: export_runs(store, runs, fmt, stream, summary=summary),

@@ -43,9 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from console.files.output_file import OutputError, check_out, write_out
     from console.gpucheck import probe
     from console.gpucheck.check import cli_runner, run_check
-    from console.output_file import OutputError, check_out, write_out
 
     target = None
     if args.out is not None:

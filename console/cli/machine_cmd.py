@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from console.history import HistoryError
-    from console.machine import MachineError, card_for
+    from console.machine.cards import MachineError, card_for
 
     if args.cluster is not None or args.on:
         return _fleet(args)
@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
 
 def card_lines(card: dict[str, Any]) -> list[str]:
     """The card as a table: ceiling, value, spread; the method on the line below; then what is missing."""
-    from console.machine_table import ceiling_rows, link_lines, repeats_text
+    from console.machine.table import ceiling_rows, link_lines, repeats_text
 
     quick = "  [quick sizes: not ceilings]" if card.get("quick") else ""
     ends = "median's 95% interval" if card.get("precision") else "min – max"
@@ -105,7 +105,7 @@ def _fleet(args: argparse.Namespace) -> int:
     from console.cluster import ClusterError
     from console.cluster.cards import measure_on_nodes
     from console.history import HistoryError
-    from console.machine import store_card
+    from console.machine.cards import store_card
 
     if args.storage is not None:
         return fail("--storage names a directory of this machine; with --cluster each node measures its own "

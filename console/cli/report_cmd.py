@@ -1,7 +1,7 @@
 """`labconsole report RUN [RUN…] [--sweep ID] --out FILE.html|FILE.pdf`: a report a director can forward.
 
 A run, a comparison (several runs: each against the first), a sweep or an analysed run, in one self-contained
-HTML file or a PDF (A4 or Letter). Reads the history only (open_reader). --out goes through console.output_file,
+HTML file or a PDF (A4 or Letter). Reads the history only (open_reader). --out goes through console.files.output_file,
 checked before the history is read: a file appears whole or not at all; `-` or /dev/stdout is standard output
 (the finding then goes to standard error); a character device or FIFO is written into, never replaced. The PDF is
 drawn by Qt (console.ui.report_pdf), imported only when a PDF is asked for.
@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from console.files.output_file import OutputError, check_out, shown, write_out
     from console.history import HistoryError, damage, open_reader
-    from console.output_file import OutputError, check_out, shown, write_out
     from console.report import ReportError, describe, gather, html_bytes
 
     if not args.runs and args.sweep is None:
@@ -81,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
 # ---- Private API
 def _format(args: argparse.Namespace, target) -> str | int:
     """html or pdf: --format, else --out's suffix; a stream, device or FIFO has no suffix to go by, so HTML."""
-    from console.output_file import FILE
+    from console.files.output_file import FILE
 
     suffix = Path(args.out).suffix.lower() if args.out != "-" else ""
     by_suffix = {".html": "html", ".htm": "html", ".pdf": "pdf"}.get(suffix)

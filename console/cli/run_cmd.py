@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from console.history import HistoryError
-    from console.session import RunSession
+    from console.run.session import RunSession
     from engines.spec import spec_fields
 
     from_file = None
@@ -104,7 +104,7 @@ def _checked_storage(record: dict[str, Any], writer: Any) -> dict[str, Any]:
     """After the writer closed: a run whose data did not all reach the file is `failed` (exit 1), never
     `completed` — the last commit at close can fail too (disk full)."""
     from console.analysis.finished_run import failed_storing
-    from console.session import storage_problem
+    from console.run.session import storage_problem
 
     if record["status"] == "failed":  # a run that lost data is failed already (findings' storage reads are no loss)
         return record
@@ -149,8 +149,8 @@ def _remote(args: argparse.Namespace) -> Any:
 def _spec_from_file(args: argparse.Namespace, fields) -> Any:
     """The spec of --spec FILE, or None after saying why; spec flags beside it are refused, not merged — except
     --trust-code: a file never grants trust in its model's code (it may come from anyone), the user does."""
-    from console.reproduce import SpecFileError, load_spec
-    from console.specs import flag_for
+    from console.spec.build import flag_for
+    from console.spec.reproduce import SpecFileError, load_spec
 
     given = spec_values(args, fields)
     trusted = bool(given.pop("trust_code", False))
@@ -208,7 +208,7 @@ def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:
 def _noise_floor(args: argparse.Namespace, spec, remote: Any, as_json: bool) -> dict[str, Any] | None:
     """This machine's noise floor for judging the run: a recent one, or a quick one measured now (about 3 s,
     said on stderr); None for a cluster run (the node's noise is not this host's)."""
-    from console.noise import noise_floor_for
+    from console.machine.noise import noise_floor_for
 
     if remote is not None or getattr(spec.options_for("torch"), "ranks_cluster", None):
         return None
@@ -253,7 +253,7 @@ def _noise_beside(report: dict[str, Any]) -> str:
 
 def _print_cores(report: dict[str, Any]) -> None:
     """The partition and the console's own CPU while measuring (a local run)."""
-    from console.console_cpu import sentence
+    from console.run.console_cpu import sentence
 
     partition = report.get("partition") or {}
     if partition.get("text"):

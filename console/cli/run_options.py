@@ -19,7 +19,7 @@ def add_run_options(parser: argparse.ArgumentParser, during: str = "the run") ->
 
 def spec_from_flags(args: argparse.Namespace) -> Any:
     """The RunSpec the spec flags give; or, after saying which flag is wrong and why, exit 2 (an int)."""
-    from console.specs import SpecError, build_spec
+    from console.spec.build import SpecError, build_spec
     from engines.spec import spec_fields
 
     try:

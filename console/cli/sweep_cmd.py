@@ -68,9 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Every point checked first, then run one at a time; Ctrl+C stops after the point."""
-    from console.specs import SpecError, spec_data
+    from console.machine.targets import discover_targets
+    from console.spec.build import SpecError, spec_data
     from console.sweep import AXIS_OPTIONS, SweepError, SweepGrid, SweepRun, knee_text, report
-    from console.targets import discover_targets
 
     axes = {axis: getattr(args, f"axis.{axis}") for axis in AXIS_OPTIONS}
     values = spec_values(args, _base_fields())
@@ -189,7 +189,7 @@ def _base_fields() -> list[Any]:
 
 def _sweep_problem(exc) -> str:
     """The message for a refused sweep: the option at fault, or each impossible point with its reason."""
-    from console.specs import flag_for
+    from console.spec.build import flag_for
     from console.sweep import impossible_lines
 
     if exc.headline:
@@ -258,7 +258,7 @@ def _print_sweep(record: dict[str, Any], knee_line: str) -> None:
 def _floor_provider(args: argparse.Namespace) -> Any:
     """The sweep's noise floor per target: the stored one, else a quick one measured before its first point (said
     on stderr unless --json), as `run` does; the sweep judges and aims every local point by it."""
-    from console.noise import noise_floor_for
+    from console.machine.noise import noise_floor_for
 
     say = None if wants_json(args) else (lambda text: print(f"  … {text}", file=sys.stderr, flush=True))
     return lambda target: noise_floor_for(target, getattr(args, "db", None), on_progress=say)

@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from console.targets import discover_targets
+    from console.machine.targets import discover_targets
 
     targets = discover_targets(refresh=args.refresh)
     if wants_json(args):

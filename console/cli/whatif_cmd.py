@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from console.history import HistoryError, damage, open_reader
-    from console.machine import newest_card
+    from console.machine.cards import newest_card
 
     try:
         with open_reader(db_path(args)) as store:
@@ -187,7 +187,7 @@ def _ranks_projection(store, run, args) -> tuple[dict[str, Any], str]:
     from console.analysis import roofline
     from console.analysis.scaling_verdict import collectives_rows, ddp_of
     from console.analysis.whatif_ranks import project_ranks
-    from console.machine import newest_card
+    from console.machine.cards import newest_card
 
     ddp = ddp_of(run)
     if ddp is None:
@@ -247,7 +247,7 @@ def _storage_projection(store, run, onto: str) -> tuple[dict[str, Any], str]:
     """--storage-onto: (report, "") or ({}, the problem and its fix)."""
     from console.analysis.storage import feed_facts, storage_verdict
     from console.analysis.whatif import project_storage
-    from console.machine import newest_card
+    from console.machine.cards import newest_card
 
     summary = run.get("summary") or {}
     nested = summary.get("storage_bench") or summary.get("result")  # a stored storage run keeps it under storage_bench

@@ -14,7 +14,7 @@ from console.cluster import ClusterError, auth, label_key
 from console.cluster.dispatch import RUN_RESOURCE, alive_nodes, no_node_message
 from console.cluster.facts import YES, matches, target_label
 
-CARD_TIMEOUT_S = 1800.0  # as console.machine.MEASURE_TIMEOUT_S: a slow disk can take minutes
+CARD_TIMEOUT_S = 1800.0  # as console.machine.cards.MEASURE_TIMEOUT_S: a slow disk can take minutes
 _task = None
 
 
@@ -54,7 +54,7 @@ def card_on_node(target: str, repeats: int, quick: bool) -> dict[str, Any]:
     """What the Ray task runs on the node: {"host": the node's host row, "card": its card}. The card is named by
     the node's host (as its runs are), not by the name its worker's socket reports."""
     from console.history import host
-    from console.machine import default_storage_dir, measure
+    from console.machine.cards import default_storage_dir, measure
 
     row = host.describe()
     card = measure(target, str(default_storage_dir()), repeats=repeats, quick=quick)

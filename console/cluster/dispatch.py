@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from console.cluster import ClusterError, auth, facts, registry, short_key
-from console.runner import Outcome
+from console.run.runner import Outcome
 
 RUN_RESOURCE = "labconsole_run"  # one slot per node (node start declares it): measured runs never share a node
 SCHEDULE_TIMEOUT_S = 60.0

@@ -3,7 +3,7 @@
 Labels are what `--on KEY=VALUE` selects on, so they follow Ray's (Kubernetes') label syntax: values of at most
 63 characters of [A-Za-z0-9_.-], starting and ending alphanumeric; Ray's selectors test equality (and `in`, `!`),
 not membership, so each target and each engine is a label of its own (`target.cuda-0=yes`, `engine.torch=yes`).
-Discovery imports torch, so it runs in a spawned worker (console.targets), never in the console.
+Discovery imports torch, so it runs in a spawned worker (console.machine.targets), never in the console.
 """
 
 from __future__ import annotations
@@ -65,10 +65,10 @@ def labels_from(targets: list[dict[str, Any]], host: dict[str, Any], console_ver
 
 
 def local_labels(refresh: bool = False) -> dict[str, str]:
-    """This machine's labels (target discovery in a worker, cached per host by console.targets)."""
+    """This machine's labels (target discovery in a worker, cached per host by console.machine.targets)."""
     from console import __version__
     from console.history import host
-    from console.targets import discover_targets
+    from console.machine.targets import discover_targets
 
     return labels_from(discover_targets(refresh=refresh), host.describe(), __version__)
 

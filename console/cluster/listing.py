@@ -1,6 +1,6 @@
 """`labconsole cluster`: the nodes of a lab cluster, their labels, their targets and what runs on them.
 
-Targets come from each node's own discovery (console.targets on that node: cached per host, rediscovered in a
+Targets come from each node's own discovery (console.machine.targets on that node: cached per host, rediscovered in a
 worker there when the engines changed), asked for by a small task pinned to the node; a node that does not
 answer in time is listed with the reason instead of its targets.
 """
@@ -67,7 +67,7 @@ def fetch(address: str, timeout_s: float = DISCOVERY_TIMEOUT_S) -> dict[str, Any
 
 # ---- Private API
 def _discover_here() -> list[dict[str, Any]]:
-    from console.targets import discover_targets
+    from console.machine.targets import discover_targets
 
     return discover_targets()
 

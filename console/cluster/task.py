@@ -1,6 +1,6 @@
 """What runs on the node: a Ray generator task that measures a RunSpec there and streams everything back.
 
-The measurement itself runs exactly as a local one: a spawn-context worker process (console.runner.WorkerRun →
+The measurement itself runs exactly as a local one: a spawn-context worker process (console.run.runner.WorkerRun →
 engines.worker) with a telemetry sampler watching it (console.telemetry), both on this node. So the timed loop
 shares its process with nothing Ray does, a crashed engine is diagnosed here as it is locally (signal, stall,
 time-outs), and the telemetry is this node's. This task only forwards: protocol events, sample rows and the
@@ -27,7 +27,7 @@ def run_on_node(spec_data: dict[str, Any], telemetry_hz: float | None, offered: 
     """The generator the Ray task runs (see dispatch.RemoteRun for the console side); `offered`: a model file sent
     by content hash (console.cluster.model_transfer), used in place of the spec's path."""
     from console.history import host
-    from console.runner import WorkerRun
+    from console.run.runner import WorkerRun
     from console.telemetry.hub import TelemetryHub
     from engines import protocol
     from engines.spec import RunSpec, SpecError

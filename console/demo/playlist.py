@@ -13,7 +13,7 @@ A configuration (`run`, a race's `a` and `b`) is either flat option values keyed
 `labconsole run` (`batch`, `duration_s`, `torch.compile`, `scenario_options.qps`, `model_params` …) — the
 playlist's `defaults` and a race's `both` go under them — or `{"spec": {...}}`, a RunSpec dict run as it is.
 
-A playlist is a small regular file, so `load` checks that before reading a byte (console.small_file, the rule
+A playlist is a small regular file, so `load` checks that before reading a byte (console.files.small_file, the rule
 every input file the user names follows): what the path names after symlinks (a device such as /dev/zero, a FIFO
 or a directory is refused: reading them never ends or means nothing), its size (at most MAX_BYTES, 1 MiB: a
 500-item playlist is a few hundred KiB) and how deeply its
@@ -23,7 +23,7 @@ Each refusal is a PlaylistError naming the file, the problem and the fix, so `la
 Two kinds of problem, two outcomes, because an unattended playlist must survive a bad item but not a bad file:
 - the file's shape (JSON syntax, unknown keys, a race without `b`, `rounds: 0`) is checked by `load`; a
   PlaylistError names the item, the field and the fix, and nothing is played;
-- each item's spec is built when its turn comes, with the one spec builder (`console.specs.build_spec`), so a
+- each item's spec is built when its turn comes, with the one spec builder (`console.spec.build.build_spec`), so a
   model file that is missing at that moment or a bad option value fails that item only (ItemProblem), and the
   playlist goes on. `check_specs` builds every spec up front, for `labconsole demo --check` and the warnings
   the command prints before the lights go down.
@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.specs import SpecError, build_spec, fields_by_path, flag_for
+from console.spec.build import SpecError, build_spec, fields_by_path, flag_for
 from engines import backends
 from engines.spec import RunSpec
 
@@ -251,9 +251,9 @@ def side_labels(a: RunSpec, b: RunSpec) -> tuple[str, str]:
 
 # ---- Private API
 def _read_text(path: str | os.PathLike, source: str) -> str:
-    """The file's text, if it is a regular file (symlinks resolved) of at most MAX_BYTES: console.small_file's
+    """The file's text, if it is a regular file (symlinks resolved) of at most MAX_BYTES: console.files.small_file's
     rule (a FIFO refused, never waited on; a device never read), with the playlist's fix in the message."""
-    from console.small_file import SmallFileError, read_small_file
+    from console.files.small_file import SmallFileError, read_small_file
 
     try:
         data = read_small_file(path, MAX_BYTES)

@@ -32,8 +32,8 @@ def write_html(report: Report, path: str | os.PathLike) -> Path:
 
 
 def _write_atomically(target: Path, data: bytes) -> None:
-    """Through console.output_file: a file whole or not at all, a device or FIFO written into, never replaced."""
-    from console.output_file import OutputError, write_bytes_to
+    """Through console.files.output_file: a file whole or not at all, a device or FIFO written into, never replaced."""
+    from console.files.output_file import OutputError, write_bytes_to
 
     try:
         write_bytes_to(target, data, option="report file", example="report.html")

@@ -18,9 +18,9 @@ from console import __version__
 from console.analysis import compare as comparing
 from console.analysis.fingerprint import differences
 from console.analysis.profile_view import annotated_ops
-from console.export import run_start_ns
-from console.machine import newest_card
-from console.reproduce import reproduce_command
+from console.machine.cards import newest_card
+from console.report.export import run_start_ns
+from console.spec.reproduce import reproduce_command
 
 MAX_RUNS = 8  # beyond this, overlaid charts stop being readable: a sweep's points are shown as a curve instead
 # Telemetry charts, most telling first: power (energy is why the lab asks), then utilisation, then memory.

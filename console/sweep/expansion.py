@@ -33,7 +33,7 @@ def expand(base: Mapping[str, Any], grid: SweepGrid, targets: Sequence[Mapping[s
            strict: bool = False) -> Expansion:
     """Every point of the grid on top of `base` (a RunSpec dict), validated before anything runs.
 
-    `targets` (console.targets.discover_targets()) adds the checks only the machine can answer: does the target
+    `targets` (console.machine.targets.discover_targets()) adds the checks only the machine can answer: does the target
     exist, does the engine run there, does it offer the precision. Raises SweepError for a bad grid, for a
     value wrong on its own, when no point is possible, and (strict) when any point is impossible.
     """

@@ -35,7 +35,7 @@ class SweepRun:
     `on_event(index, event)` gets every session event of the current point (live plots, progress);
     `session_options` are RunSession keywords (telemetry_hz, worker_entry, hub); `remote_for(point)` gives the
     RemoteRun factory of a point that runs on a lab node (an `on` axis, or a sweep sent to a cluster), or None.
-    `noise_floor(target)`: this machine's noise floor for a target (console.noise.noise_floor_for: the stored one,
+    `noise_floor(target)`: this machine's noise floor for a target (console.machine.noise.noise_floor_for: the stored one,
     else a quick ~3-s measurement), asked once per target on the sweep's thread before its first local point —
     between points, so nothing of the sweep disturbs it and the window's GUI thread never waits for it; every
     local point is judged against it and, measuring until stable, aims for it.
@@ -93,7 +93,7 @@ class SweepRun:
         message, latency_ms: {p50, p99}, throughput_per_s, valid, iterations}], skipped: [{point, label, reason}],
         knee, knees, knee_axis, knee_rule}.
         """
-        from console.session import RunSession
+        from console.run.session import RunSession
 
         varying = self.grid.varying()
         self.sweep_id = self._writer.create_sweep(self.name, self.grid.to_dict(), self.base)

@@ -2,7 +2,7 @@
 
 Why: a verdict is judged against the card stored when the run ends (console.analysis.findings). The CLI measured
 one first; the window did not, and so judged a fresh machine's runs without roofs. Here the window asks the same
-Qt-free function (console.machine.card_for_analysis): with a stored card the run starts at once;
+Qt-free function (console.machine.cards.card_for_analysis): with a stored card the run starts at once;
 without one the card is measured on a background thread (the GUI stays live, the Run page's progress line says
 what is being measured and for how long), or — when the Machine page is measuring one already — waited for; then
 the run starts. Measuring holds the workspace's "machine card" state, so nothing else measures meanwhile.
@@ -17,7 +17,7 @@ from typing import Any
 
 from PySide6 import QtCore
 
-from console.machine import AnalysisCard, card_before_analysis, card_for_analysis
+from console.machine.cards import AnalysisCard, card_before_analysis, card_for_analysis
 from console.ui.background import BackgroundCall
 from console.ui.workspace import MACHINE, Busy, Workspace
 from widgets.phase_progress import PhaseProgress

@@ -186,7 +186,7 @@ class ClusterWindow:
         return {**values, "target": target["target"]}, self._cluster.remote_for(target)
 
     def _show_cluster_targets(self, targets: list[dict[str, Any]]) -> None:
-        from console.choices import target_choices
+        from console.spec.choices import target_choices
 
         current = self.run_page.form.values().get("target")
         self.run_page.form.set_choices("target", target_choices(self._all_targets()))

@@ -18,8 +18,8 @@ from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
-from console.machine import default_storage_dir, latest_cards, measure
-from console.machine_table import view_columns
+from console.machine.cards import default_storage_dir, latest_cards, measure
+from console.machine.table import view_columns
 from console.ui.background import BackgroundCall
 from console.ui.pages import PageContext
 from console.ui.workspace import MACHINE, Busy

@@ -16,7 +16,7 @@ class RunActionsWindow:
         """Validate the form and start a run; a bad field is named in a dialog, nothing is spawned."""
         if not self._free_to_run():
             return None
-        from console.specs import SpecError, build_spec, label_for, window_values
+        from console.spec.build import SpecError, build_spec, label_for, window_values
         from engines.spec import is_model_path
 
         values = dict(values or self.run_page.form.values())
@@ -90,7 +90,7 @@ class RunActionsWindow:
 
     def _start_spec(self, spec, what: str = "started", remote=None) -> str | None:
         from console.analysis.rules_file import RulesError
-        from console.specs import SpecError, label_for
+        from console.spec.build import SpecError, label_for
 
         try:
             run_id = self.controller.start(spec, remote=remote)
@@ -114,7 +114,7 @@ class RunActionsWindow:
         background when none is stored (console.ui.analyze_card), so the verdict stored with the run is judged
         against roofs. The run id, or None when nothing started yet (the run starts once the card is there)."""
         from console.analysis.profile_view import PROFILE_ITERATIONS
-        from console.specs import SpecError, build_spec, window_values
+        from console.spec.build import SpecError, build_spec, window_values
         from console.ui.workspace import MACHINE
 
         if self.run_page is None or self.controller is None:
@@ -143,7 +143,7 @@ class RunActionsWindow:
     def _machine_card(self, target: str) -> dict[str, Any] | None:
         """This host's stored machine card for the target (roofs for the op table); None when none is stored."""
         from console.history import HistoryError
-        from console.machine import newest_card
+        from console.machine.cards import newest_card
 
         try:
             return newest_card(self.store, target) if self.store is not None else None

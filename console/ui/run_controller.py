@@ -1,7 +1,7 @@
 """Bridges a RunSession (background threads) to the GUI thread with Qt signals.
 
 Before a local run with no usable noise floor (no machine card's floor, no quick one under 10 minutes old:
-console.noise) the controller measures a quick one (~3 s, in a spawned process) on a background thread, then starts
+console.machine.noise) the controller measures a quick one (~3 s, in a spawned process) on a background thread, then starts
 the session it already made: the GUI stays live, nothing of the run competes with the measurement (its worker is
 not started yet), and the run is judged by — and, measuring until stable, aims for — the allowance the floor gives.
 The run id is returned at once, as for any run; "started" arrives when the run really starts.
@@ -14,7 +14,7 @@ from typing import Any
 
 from PySide6 import QtCore
 
-from console.session import RunSession
+from console.run.session import RunSession
 from console.ui.background import BackgroundCall
 from console.ui.workspace import RUN, Workspace
 from engines.spec import RunSpec
@@ -98,7 +98,7 @@ class RunController(QtCore.QObject):
             and getattr(self.workspace.writer, "path", None) is not None
 
     def _measure_floor_then_start(self, session: RunSession) -> None:
-        from console.noise import noise_floor_for
+        from console.machine.noise import noise_floor_for
 
         text = ("Measuring this machine's noise floor before the run (about 3 s; kept for 10 minutes; a machine "
                 "card's floor is kept for good)")

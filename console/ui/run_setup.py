@@ -39,7 +39,7 @@ class RunSetupWindow:
 
     def refresh_targets(self, refresh: bool = True) -> None:
         """Find targets in the background (cached per host unless `refresh`)."""
-        from console.targets import discover_targets
+        from console.machine.targets import discover_targets
 
         self.status.showMessage("Discovering targets…" if refresh else self.status.currentMessage())
         self._discovery.start(discover_targets, refresh)
@@ -89,7 +89,7 @@ class RunSetupWindow:
             self.add_model_file(files[0])
 
     def _fill_choices(self) -> None:
-        from console.choices import model_choices
+        from console.spec.choices import model_choices
         from engines import catalog
 
         self.run_page.form.set_choices("model", model_choices(catalog.describe(), self._model_files))
@@ -97,7 +97,7 @@ class RunSetupWindow:
             self.run_page.form.set_choices("target", [("cpu", "cpu — host CPU", True, "discovering targets…")])
 
     def _set_targets(self, targets: list[dict[str, Any]]) -> None:
-        from console.choices import target_choices
+        from console.spec.choices import target_choices
 
         self._targets = targets
         current = self.run_page.form.values().get("target")
@@ -119,8 +119,8 @@ class RunSetupWindow:
         the options of the chosen scenario and engine (from their plug-ins)."""
         import dataclasses
 
-        from console.choices import engine_choices, mode_choices, precision_choices, scenario_choices
-        from console.specs import engine_fields, form_field, scenario_fields
+        from console.spec.build import engine_fields, form_field, scenario_fields
+        from console.spec.choices import engine_choices, mode_choices, precision_choices, scenario_choices
         from engines import backends
 
         form = self.run_page.form
@@ -141,7 +141,7 @@ class RunSetupWindow:
             self._updating_choices = False
 
     def _inspect_current_model(self) -> None:
-        from console.model_info import inspect_model
+        from console.spec.model_info import inspect_model
         from engines.spec import is_model_path
 
         model = self.run_page.form.values().get("model") or ""

@@ -16,7 +16,7 @@ from typing import Any
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from console.history import HistoryError
-from console.specs import SpecError, label_for
+from console.spec.build import SpecError, label_for
 from console.sweep import (
     SweepError,
     SweepGrid,
@@ -359,9 +359,9 @@ class SweepPage(QtWidgets.QWidget):
 
     def _floor_provider(self) -> Any:
         """The noise floor per target, asked on the sweep's thread before its first local point (the stored one,
-        else a quick ~3-s measurement: console.noise); None with a test's stand-in worker, which measures
+        else a quick ~3-s measurement: console.machine.noise); None with a test's stand-in worker, which measures
         nothing real."""
-        from console.noise import noise_floor_for
+        from console.machine.noise import noise_floor_for
         from engines.worker import worker_main
 
         if self._workspace is None or self._workspace.worker_entry is not worker_main:
@@ -373,7 +373,7 @@ class SweepPage(QtWidgets.QWidget):
     def _base(self) -> dict[str, Any]:
         """The Run page's whole setup (model inputs, scenario and engine options included), with this page's
         duration: what every point starts from, through the one spec builder."""
-        from console.specs import spec_data
+        from console.spec.build import spec_data
 
         values = {**(self._base_values() or {}), "duration_s": float(self.duration.value()), "warmup_s": 0.5,
                   "name": self.name_edit.text().strip() or None, "iterations": None}

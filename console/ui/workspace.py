@@ -78,8 +78,8 @@ class Workspace:
         self.worker_entry = worker_entry
         self.telemetry_hz = telemetry_hz
         self.startup_error = startup_error
-        self.pool = pool  # console.worker_pool.WorkerPool: warm workers for this window's runs (None: all cold)
-        # console.partition.Partition: the console's reserved cores while a local worker measures (None: shared)
+        self.pool = pool  # console.run.worker_pool.WorkerPool: warm workers for this window's runs (None: all cold)
+        # console.run.partition.Partition: the console's reserved cores while a local worker measures (None: shared)
         self.partition = partition
         self._measuring: str | None = None
         self._lock = threading.Lock()
@@ -90,8 +90,8 @@ class Workspace:
         """Start idle telemetry and open the history; an unusable database gives a workspace that says why
         (`startup_error`) and has no writer, so nothing can be measured without being recorded. `warm_workers`:
         keep a spare worker ready (the app; tests and the self-test start every worker cold)."""
-        from console import partition as console_partition
         from console.history import HistoryError, HistoryStore, HistoryWriter
+        from console.run import partition as console_partition
         from console.telemetry.hub import TelemetryHub
 
         count, problem = console_partition.window_count()
@@ -112,7 +112,7 @@ class Workspace:
                        startup_error=str(exc), partition=partition)
         pool = None
         if warm_workers and worker_entry is None:
-            from console.worker_pool import WorkerPool
+            from console.run.worker_pool import WorkerPool
 
             pool = WorkerPool(partition)
         return cls(db_path, writer, store, hub, worker_entry, telemetry_hz, pool=pool, partition=partition)

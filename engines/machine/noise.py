@@ -19,7 +19,7 @@ pooled with this one's.
 `measure_noise(windows, window_s)` returns the per-window medians and their spread; `spread_of(medians, k)` is the
 statistic itself (the median over every k consecutive windows of largest / smallest − 1, the stability rule's
 own measure), so a consumer can recompute it for its own k. Runs in a worker (card.py) or in a short spawned process
-(console.noise); imports numpy only when called.
+(console.machine.noise); imports numpy only when called.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def max_spread_of(medians: list[float], k: int = STABLE_WINDOWS) -> float | None
 
 def group_spreads(medians: Sequence[float | None], k: int) -> list[float]:
     """Largest / smallest − 1 of every run of k consecutive window medians ([] when there are fewer than k or one is
-    missing): what spread_of summarises, and what console.noise pools across several draws."""
+    missing): what spread_of summarises, and what console.machine.noise pools across several draws."""
     if k < 2:
         raise ValueError(f"k must be at least 2, got {k}")
     if len(medians) < k or any(m is None or not m > 0 for m in medians):  # a window with no iteration, or 0 ns

@@ -30,7 +30,7 @@ from bench_verdict import Goal, judge  # noqa: E402
 
 from console.cluster.dispatch import RUN_RESOURCE, RemoteRun  # noqa: E402
 from console.history import HistoryWriter  # noqa: E402
-from console.session import RunSession  # noqa: E402
+from console.run.session import RunSession  # noqa: E402
 from engines.spec import RunSpec  # noqa: E402
 
 PAIRS = int(os.environ.get("CLUSTER_PAIRS", 16))  # even: 8 ABBA blocks (6 is the fewest that bound a median)

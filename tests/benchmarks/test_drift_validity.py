@@ -2,7 +2,7 @@
 
 Issue 18: on a 2-core VM every steady run was INVALID under the fixed 10% stability rule, because the machine
 itself jitters 10–17% between windows. Here each run goes the product's way — a RunSession with a spawned worker,
-judged in the console against the machine's noise floor (console.noise: draws pooled over the last hour, one
+judged in the console against the machine's noise floor (console.machine.noise: draws pooled over the last hour, one
 before each of the first three runs a minute apart, then every 10 minutes, and one right after each run the floor
 made INVALID, which is then judged again) — in interleaved ABBA order (steady, drifting, drifting, steady, …)
 so that a neighbour's load weighs on both kinds alike:
@@ -41,9 +41,9 @@ from bench_load import QUIET_OTHER_PERCENT, cpu_clock, other_percent
 from bench_stats import wilson_interval
 from bench_verdict import FAIL, UNDECIDED, Goal, judge
 
-from console import noise
 from console.history import HistoryWriter
-from console.session import RunSession
+from console.machine import noise
+from console.run.session import RunSession
 from engines.spec import RunSpec
 from engines.worker import worker_main
 

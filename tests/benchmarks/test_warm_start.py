@@ -1,4 +1,4 @@
-"""Warm start: Run → the first measured iteration, with a warm worker (console.worker_pool, as the window has)
+"""Warm start: Run → the first measured iteration, with a warm worker (console.run.worker_pool, as the window has)
 against a cold one (spawned for the run, as the CLI does), in the same run.
 
 Each round is one cold and one warm run of the catalog MLP through RunSession (the object the window's Run button
@@ -19,8 +19,8 @@ from bench_stats import median_with_interval
 from bench_verdict import Goal, judge
 
 from console.history import HistoryWriter
-from console.session import RunSession
-from console.worker_pool import WorkerPool
+from console.run.session import RunSession
+from console.run.worker_pool import WorkerPool
 from engines.spec import RunSpec
 
 ROUNDS = int(os.environ.get("WARM_ROUNDS", 11))  # 11 bound a median between the 2nd and 10th values at 95%

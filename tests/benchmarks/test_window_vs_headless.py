@@ -3,14 +3,14 @@
 1. The Run page against `labconsole run`. One spec (catalog mlp, PyTorch, cpu, batch 1, engine-default threads,
    WVH_ROUND_S seconds) is run in a real MainWindow with its live plots on screen (offscreen Qt, a fresh process per
    run: window_side.py) and headless through the CLI with the same core partition (the window reserves one core,
-   console.partition; the CLI is given `--console-cores 1`), in interleaved pairs whose order alternates (ABBA:
+   console.run.partition; the CLI is given `--console-cores 1`), in interleaved pairs whose order alternates (ABBA:
    window first in even pairs, headless first in odd ones), so drift and neighbours weigh on both sides alike.
    Figures: the median over pairs of the window/headless ratio of the run's p50, and of its p99, each with its
    distribution-free 95% interval (bench_stats). Goals: p50 ratio inside [0.97, 1.03], p99 ratio at most 1.10.
 2. The same through `labconsole demo PLAYLIST --once --windowed`: test_demo_vs_headless.py, in `make bench-long`
    (another five minutes that `make bench` cannot spare; it measures the same window code through the demo shell).
 3. The console's own CPU while measuring, from the window runs of 1 and of 2: the run summary's `console_cpu`
-   (console process and its telemetry sampler over the measuring phase, console.console_cpu); where a summary has
+   (console process and its telemetry sampler over the measuring phase, console.run.console_cpu); where a summary has
    none, the window process's CPU time measured by window_side.py. Goal: at most 10% of one core (median over runs,
    with its interval).
 4. Issue 14's frame goal as a ratio measured in one run: the live frame of the Run page's latency and utilization
@@ -173,7 +173,7 @@ def _busy_is_undecided(result, rounds):
 
 
 def _env() -> dict[str, str]:
-    # The window reserves CONSOLE_CORES for itself (console.partition reads this variable); offscreen Qt.
+    # The window reserves CONSOLE_CORES for itself (console.run.partition reads this variable); offscreen Qt.
     return dict(os.environ, QT_QPA_PLATFORM="offscreen", LABCONSOLE_CONSOLE_CORES=str(CONSOLE_CORES))
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from console.history import HistoryStore, HistoryWriter
 
-# A stored card for this host, so analyze does not measure one (console.machine.card_for reuses it).
+# A stored card for this host, so analyze does not measure one (console.machine.cards.card_for reuses it).
 CARD = {"target": "cpu", "host": socket.gethostname(), "device_name": "test CPU", "measured_at": "2026-01-01T00:00:00Z",
         "peak_flops": {"fp32": 5e10}, "memory_bandwidth_gbs": 8.0, "call_floor_us": {"torch": 8.0, "onnxruntime": 4.0},
         "llc_bytes": 32 << 20, "caches": {"l1d": 32 << 10, "l2": 512 << 10, "l3": 32 << 20}}

@@ -27,7 +27,7 @@ ray = pytest.importorskip("ray", reason="the cluster extra is not installed (pip
 
 from console.cluster.dispatch import RemoteRun  # noqa: E402
 from console.history import HistoryStore, HistoryWriter  # noqa: E402
-from console.session import RunSession  # noqa: E402
+from console.run.session import RunSession  # noqa: E402
 from engines.spec import RunSpec  # noqa: E402
 
 

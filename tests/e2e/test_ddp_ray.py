@@ -76,8 +76,8 @@ def test_time_to_train_ranks_placed_by_ray_reach_the_target_on_two_nodes(lab, tm
 def test_a_node_lost_mid_run_fails_the_run_naming_the_rank_and_its_host(lab, tmp_path):
     from console.cluster.connect import check_joinable
     from console.history import HistoryWriter
-    from console.session import RunSession
-    from console.specs import build_spec
+    from console.run.session import RunSession
+    from console.spec.build import build_spec
 
     spec = build_spec({"mode": "training", "model": "mlp", "batch": 6, "iterations": 3000, "warmup_s": 0.0,
                        "torch.ranks": 2})

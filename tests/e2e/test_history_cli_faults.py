@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from console import session as session_module
 from console.cli import main
 from console.history import HistoryStore, v4_upgrade
+from console.run import session as session_module
 
 
 def test_a_disk_that_fills_up_mid_run_fails_the_run_and_keeps_what_was_stored(tmp_path, monkeypatch, capsys):

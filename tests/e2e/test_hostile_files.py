@@ -1,4 +1,4 @@
-"""Hostile TorchScript files through the real worker process (console.runner.WorkerRun → engines.worker).
+"""Hostile TorchScript files through the real worker process (console.run.runner.WorkerRun → engines.worker).
 
 A scripted module can write files: `torch.from_file(path, shared=True, size=N)` creates `path` — in `forward`
 (when it runs) or in `__setstate__` (when it loads). Each file is first shown to be hostile here, in the test
@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from console.history import HistoryWriter
-from console.runner import WorkerRun
-from console.session import RunSession
+from console.run.runner import WorkerRun
+from console.run.session import RunSession
 from engines import sandbox
 from engines.spec import RunSpec
 

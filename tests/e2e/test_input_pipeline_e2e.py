@@ -5,7 +5,7 @@ the history intact."""
 import pytest
 
 from console.history import HistoryStore, HistoryWriter
-from console.session import RunSession
+from console.run.session import RunSession
 from engines import protocol
 from engines.datafiles import layout_for_catalog
 from engines.sample_writer import write_samples

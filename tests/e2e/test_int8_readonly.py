@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 WAIT_S = 240
 RUN_IN_WORKER = """
 import json, sys
-from console.runner import WorkerRun
+from console.run.runner import WorkerRun
 from engines.spec import RunSpec
 
 events = []

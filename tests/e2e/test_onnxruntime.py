@@ -1,7 +1,7 @@
 """ONNX Runtime end to end: catalog models exported, checked and measured; user .onnx files; bad input.
 
 Runs go through `engines.worker.run_spec` in-process (the same loop a worker runs) and, once each way, through a
-real spawned worker (`console.runner.WorkerRun`). Model files are made here: torch.onnx.export (one with external
+real spawned worker (`console.run.runner.WorkerRun`). Model files are made here: torch.onnx.export (one with external
 data) and onnx.helper (a dynamic sequence, a scalar input, an operator nobody implements).
 """
 
@@ -16,7 +16,7 @@ import torch
 from onnx import TensorProto, helper
 from torch import nn
 
-from console.runner import WorkerRun
+from console.run.runner import WorkerRun
 from engines import catalog, onnx_export
 from engines.backends.onnxruntime_config import OrtOptions
 from engines.spec import RunLimits, RunSpec

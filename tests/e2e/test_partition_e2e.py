@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from console import partition
 from console.history import HistoryStore, HistoryWriter
-from console.session import RunSession
+from console.run import partition
+from console.run.session import RunSession
 from engines import cores
 from engines.spec import RunSpec
 
@@ -138,7 +138,7 @@ def test_compare_says_when_two_runs_differ_in_their_partition(tmp_path):
 
 
 def test_a_run_that_fails_to_start_gives_the_console_its_cores_back(tmp_path, monkeypatch):
-    import console.session as session_module
+    import console.run.session as session_module
 
     class BrokenHub:
         def __init__(self, **_):

@@ -11,7 +11,7 @@ import faulty_workers
 import psutil
 import pytest
 
-from console.runner import WorkerRun
+from console.run.runner import WorkerRun
 from engines.spec import RunLimits, RunSpec
 
 
@@ -98,7 +98,7 @@ def test_real_worker_cancel_keeps_measurements_up_to_the_stop():
 def test_worker_exits_when_the_console_dies(tmp_path):
     script = textwrap.dedent("""
         import sys, time
-        from console.runner import WorkerRun
+        from console.run.runner import WorkerRun
         from engines.spec import RunSpec
         run = WorkerRun(RunSpec(duration_s=120, warmup_s=0.1), lambda e: None, lambda o: None)
         run.start()

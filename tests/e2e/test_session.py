@@ -1,8 +1,8 @@
 """A run always ends and is stored, even when part of its summary cannot be computed."""
 
-from console import session as session_module
 from console.analysis import finished_run
 from console.history import HistoryStore, HistoryWriter
+from console.run import session as session_module
 from engines.spec import RunSpec
 
 

@@ -203,6 +203,6 @@ def test_a_sweep_asks_the_noise_floor_once_per_target_and_every_point_aims_for_i
             assert run["spec"]["scenario_options"]["stability_allowance"] == pytest.approx(0.24)
             stability = run["summary"]["validity"]["stability"]
             # judged by the sweep's floor — or, had that floor made the point INVALID, again by the pool with a draw
-            # taken right after it (console.session), which the stored floor then says
+            # taken right after it (console.run.session), which the stored floor then says
             assert stability["noise"] == pytest.approx(0.12) or stability["noise_floor"]["source"].endswith(
                 "the newest taken right after the run (the earlier floor called it invalid)")

@@ -181,7 +181,7 @@ def test_generate_token_by_token_matches_the_full_sequence():
 
 
 def test_generate_through_a_spawned_worker():
-    from console.runner import WorkerRun
+    from console.run.runner import WorkerRun
     from engines.spec import RunSpec
 
     spec = RunSpec.from_dict({"model": "gpt", "model_params": SMALL["gpt"], "scenario": "generate",

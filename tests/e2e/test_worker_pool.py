@@ -1,4 +1,4 @@
-"""Warm workers (console.worker_pool): a run takes the spare made ahead, records how its worker started, never
+"""Warm workers (console.run.worker_pool): a run takes the spare made ahead, records how its worker started, never
 shares a worker with another run, and a spare still importing never competes with a run of another engine."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import time
 import pytest
 
 from console.history import HistoryStore, HistoryWriter
-from console.session import RunSession
-from console.worker_pool import WorkerPool
+from console.run.session import RunSession
+from console.run.worker_pool import WorkerPool
 from engines.spec import RunSpec
 
 READY_S = 120.0

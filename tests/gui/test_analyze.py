@@ -12,7 +12,7 @@ from PySide6 import QtCore, QtGui
 
 from console.analysis import profile_view
 from console.analysis.bottleneck import MIN_RIDGE
-from console.machine import card_before_analysis, card_for_analysis
+from console.machine.cards import card_before_analysis, card_for_analysis
 from console.ui.app import build_main_window
 from console.ui.workspace import MACHINE
 from widgets.op_table import OpTable
@@ -36,7 +36,7 @@ CARD = {"target": "cpu", "host": socket.gethostname(), "device_name": "test CPU"
 
 
 class FakeMeasure:
-    """Stands in for console.machine.measure: says one step, then (once `go` is set) returns CARD."""
+    """Stands in for console.machine.cards.measure: says one step, then (once `go` is set) returns CARD."""
 
     def __init__(self):
         self.calls, self.go = [], threading.Event()
@@ -53,7 +53,7 @@ class FakeMeasure:
 @pytest.fixture
 def measure(monkeypatch):
     fake = FakeMeasure()
-    monkeypatch.setattr("console.machine.measure", fake)
+    monkeypatch.setattr("console.machine.cards.measure", fake)
     return fake
 
 

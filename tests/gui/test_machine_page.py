@@ -114,7 +114,7 @@ def test_measuring_is_refused_while_a_run_measures(qtbot, workspace):
 
 def test_the_page_never_imports_the_engines():
     """Checked in a fresh interpreter, so no other test's imports can hide or fake it."""
-    probe = ("import sys; import console.ui.machine_page, console.machine, widgets.machine_card_view; "
+    probe = ("import sys; import console.ui.machine_page, console.machine.cards, widgets.machine_card_view; "
              "print(sorted(m for m in ('torch', 'onnxruntime') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

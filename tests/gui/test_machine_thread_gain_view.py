@@ -1,7 +1,7 @@
 """The Machine page's card table shows the thread gains: a new card's as a ratio with its interval, a card measured
 on one core or a busy machine as "not available" with why, and a card from before the gains says it predates them."""
 
-from console.machine_table import view_columns
+from console.machine.table import view_columns
 from widgets.machine_card_view import NOT_AVAILABLE, MachineCardView
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from console.about import version_text
 from console.cli import build_parser
-from console.specs import build_spec
+from console.spec.build import build_spec
 from console.sweep import SweepGrid, expand
 from console.ui.app import build_main_window
 from engines import backends, scenarios

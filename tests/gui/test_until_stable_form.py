@@ -93,7 +93,7 @@ def test_with_no_stored_floor_the_window_measures_one_off_the_gui_thread_then_ai
                                                                                           monkeypatch):
     import threading
 
-    import console.noise
+    import console.machine.noise
 
     asked = []
 
@@ -104,8 +104,8 @@ def test_with_no_stored_floor_the_window_measures_one_off_the_gui_thread_then_ai
     def no_draw_after():  # a run this floor made INVALID would take a draw after it: not what this test is about
         raise RuntimeError("no draw after the run in this test")
 
-    monkeypatch.setattr(console.noise, "noise_floor_for", fake_floor)
-    monkeypatch.setattr(console.noise, "measure_quick", no_draw_after)
+    monkeypatch.setattr(console.machine.noise, "noise_floor_for", fake_floor)
+    monkeypatch.setattr(console.machine.noise, "measure_quick", no_draw_after)
     record = _run(qtbot, window, duration_s=0.5)
     assert record["status"] == "completed", record["message"]
     assert asked == [("cpu", False)]  # measured once, never on the GUI thread
@@ -118,10 +118,10 @@ def test_with_no_stored_floor_the_window_measures_one_off_the_gui_thread_then_ai
 def test_stop_while_the_floor_is_measured_starts_no_run(qtbot, window, monkeypatch):
     import threading
 
-    import console.noise
+    import console.machine.noise
 
     release = threading.Event()
-    monkeypatch.setattr(console.noise, "noise_floor_for", lambda *a, **k: (release.wait(10), dict(FLOOR))[1])
+    monkeypatch.setattr(console.machine.noise, "noise_floor_for", lambda *a, **k: (release.wait(10), dict(FLOOR))[1])
     controller = window.controller
     run_id = window.start_run({**window.run_page.form.values(), "model": "mlp", "duration_s": 0.5})
     assert run_id and controller.preparing and controller.busy

@@ -10,7 +10,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6 import QtCore  # noqa: E402
 
-from console import partition  # noqa: E402
+from console.run import partition  # noqa: E402
 from console.ui.app import build_main_window  # noqa: E402
 from engines import cores  # noqa: E402
 

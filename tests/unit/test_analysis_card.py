@@ -1,4 +1,4 @@
-"""console.machine.card_for_analysis and console.analysis.finished_run.analysis_verdict: where the CLI's and the
+"""console.machine.cards.card_for_analysis and console.analysis.finished_run.analysis_verdict: where the CLI's and the
 window's Analyze get their machine card and verdict."""
 
 import socket
@@ -6,7 +6,7 @@ import socket
 from analysis_samples import CARD, gemm_run
 
 from console.analysis.finished_run import analysis_verdict
-from console.machine import MachineError, card_before_analysis, card_for_analysis
+from console.machine.cards import MachineError, card_before_analysis, card_for_analysis
 
 MINE = {**CARD, "host": socket.gethostname(), "quick": False}
 
@@ -19,7 +19,7 @@ def test_a_fresh_history_measures_once_then_reuses_the_stored_card(tmp_path, mon
         on_progress("peak FLOP/s")
         return dict(MINE)
 
-    monkeypatch.setattr("console.machine.measure", measure)
+    monkeypatch.setattr("console.machine.cards.measure", measure)
     heard = []
     assert card_before_analysis("cpu", db) is None
     first = card_for_analysis("cpu", db, on_progress=heard.append)
@@ -33,7 +33,7 @@ def test_a_card_that_cannot_be_measured_is_a_note_not_an_error(tmp_path, monkeyp
     def measure(*_args, **_kwargs):
         raise MachineError("no such device: cuda:7")
 
-    monkeypatch.setattr("console.machine.measure", measure)
+    monkeypatch.setattr("console.machine.cards.measure", measure)
     answer = card_for_analysis("cpu", tmp_path / "history.db")
     assert answer.card is None and not answer.measured
     assert "no machine card (MachineError: no such device: cuda:7)" in answer.note

@@ -8,7 +8,7 @@ import pytest
 
 import engines.machine.card as card_module
 from console.cli.machine_cmd import card_lines
-from console.machine_table import link_lines, link_rows
+from console.machine.table import link_lines, link_rows
 from engines.machine import measure_card
 
 

@@ -1,6 +1,6 @@
 """The run form offers only what is usable for this model on this target, and says why not."""
 
-from console.choices import engine_choices, mode_choices, model_choices, precision_choices
+from console.spec.choices import engine_choices, mode_choices, model_choices, precision_choices
 
 CPU = {"id": "cpu", "available": True, "engine_details": {
     "torch": {"available": True, "precisions": ["fp32", "bf16", "int8"], "notes": {"bf16": "emulated"},

@@ -357,8 +357,8 @@ def no_runs():
     """run, analyze and sweep stop where the work would begin: once the history writer opened (a history that
     cannot be opened is still their refusal), before the run; analyze and machine measure no machine card."""
     import console.ttt
-    from console import machine
     from console.cli import analyze_cmd, common, run_cmd, sweep_cmd
+    from console.machine import cards as machine
 
     def open_then_stop(args):
         writer = common.open_writer(args)

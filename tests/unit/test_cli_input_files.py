@@ -14,8 +14,8 @@ import sys
 import pytest
 
 from console.cli import main
+from console.files.small_file import SmallFileError, read_small_file
 from console.history import HistoryStore
-from console.small_file import SmallFileError, read_small_file
 
 
 def _zero_device(path):
@@ -31,7 +31,7 @@ def _run(capsys, *argv):
     return code, err
 
 
-# ---- console.small_file
+# ---- console.files.small_file
 def test_small_file_reads_a_regular_file_and_refuses_the_rest_by_type(tmp_path):
     (tmp_path / "ok.toml").write_bytes(b"a = 1\n")
     assert read_small_file(tmp_path / "ok.toml", 100) == b"a = 1\n"

@@ -210,7 +210,7 @@ def test_a_threads_experiment_run_while_neighbours_were_busy_is_undecided_not_re
 
 
 def test_the_load_watcher_counts_other_processes_not_the_consoles_own_tree(tmp_path, monkeypatch):
-    from console import round_load
+    from console.run import round_load
 
     stat = tmp_path / "proc" / "stat"
     stat.parent.mkdir()

@@ -2,7 +2,7 @@
 
 import os
 
-from console import console_cpu
+from console.run import console_cpu
 
 
 class _Clock:

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from console import runner
-from console.worker_pool import Spare, WorkerPool
+from console.run import runner
+from console.run.worker_pool import Spare, WorkerPool
 from engines.spec import RunSpec
 
 

@@ -1,4 +1,4 @@
-"""Exports (console.export) and the reproduce command (console.reproduce): csv rows per iteration, strict json a
+"""Exports (console.report.export) and the reproduce command (console.spec.reproduce): csv rows per iteration, strict json a
 spec can be read back from, a Chrome trace a viewer accepts, streamed chunk by chunk; flags that rebuild the spec."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import pytest
 
 from console.cli import build_parser
 from console.cli.common import spec_values
-from console.export import CSV_HEADER, EXPORT_FORMAT, SUMMARY_COLUMNS, export_runs
 from console.history import HistoryStore
 from console.history.v4_upgrade import CHUNK_MAX
-from console.reproduce import SpecFileError, load_spec, reproduce_command
-from console.specs import build_spec
+from console.report.export import CSV_HEADER, EXPORT_FORMAT, SUMMARY_COLUMNS, export_runs
+from console.spec.build import build_spec
+from console.spec.reproduce import SpecFileError, load_spec, reproduce_command
 from engines.spec import RunSpec, spec_fields
 
 T0 = 5_000_000_000  # the session's start on the monotonic clock (summary["t0_ns"])

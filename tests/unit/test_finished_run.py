@@ -5,7 +5,7 @@ import pytest
 
 from console.analysis import finished_run
 from console.analysis.validity import ValidityRules
-from console.runner import Outcome
+from console.run.runner import Outcome
 
 SPEC = {"model": "mlp", "engine": "torch", "target": "cpu", "batch": 1, "mode": "inference",
         "scenario": "single-stream", "precision": "fp32"}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from console.history import INTERRUPTED_ERROR, HistoryError, HistoryStore, HistoryWriter, v4_upgrade
-from console.session import storage_problem
+from console.run.session import storage_problem
 
 SPEC = {"model": "mlp", "engine": "torch", "target": "cpu", "batch": 2, "scenario": "single-stream"}
 FULL = "database or disk is full"

@@ -156,7 +156,7 @@ def test_a_run_counts_the_samples_its_input_shapes_hold_in_the_throughput(tmp_pa
     from onnx import TensorProto, helper
 
     from console.history import HistoryWriter
-    from console.session import RunSession
+    from console.run.session import RunSession
 
     features = helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", 512])
     out = helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 512])

@@ -1,13 +1,13 @@
-"""console.machine: a stored card is reused only when it answers the request; measuring goes through the worker
-call and lands in the history. console.machine_table: every figure with its unit, spread and reason."""
+"""console.machine.cards: a stored card is reused only when it answers the request; measuring goes through the worker
+call and lands in the history. console.machine.table: every figure with its unit, spread and reason."""
 
 import socket
 
 import pytest
 
-import console.machine as machine
+import console.machine.cards as machine
 from console.history import HistoryStore
-from console.machine_table import ceiling_rows, format_spread, format_value, row_keys, view_columns
+from console.machine.table import ceiling_rows, format_spread, format_value, row_keys, view_columns
 from engines.machine import MachineError
 
 
@@ -136,7 +136,7 @@ def test_view_columns_share_rows_across_cards_including_precisions_only_one_has(
 
 
 def test_one_lookup_answers_every_surface_newest_full_card_of_this_host_and_canonical_target(tmp_path):
-    """console.machine.newest_card: the findings, the Run page, a report, analyze and whatif ask the same question."""
+    """console.machine.cards.newest_card: the findings, the Run page, a report, analyze and whatif ask the same question."""
     db = tmp_path / "history.db"
     with HistoryStore(db) as store:
         assert machine.newest_card(store, "cuda") is None

@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from console.cli.machine_cmd import card_lines
-from console.machine_table import ceiling_rows, format_spread, repeats_text, view_columns
+from console.machine.table import ceiling_rows, format_spread, repeats_text, view_columns
 from engines.machine.repeat import median_interval, until_precise
 
 

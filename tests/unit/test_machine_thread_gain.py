@@ -11,7 +11,7 @@ import pytest
 
 import engines.machine.card as card_module
 from console.cli.machine_cmd import card_lines
-from console.machine_table import ceiling_rows, format_spread, format_value
+from console.machine.table import ceiling_rows, format_spread, format_value
 from engines.machine import devices, threads
 from engines.machine.card import GAINS, QUICK, _Card, _thread_gains
 

@@ -1,4 +1,4 @@
-"""The noise floor for a run (console.noise): recent draws (quick ones and the card's) pooled, the card's own floor
+"""The noise floor for a run (console.machine.noise): recent draws (quick ones and the card's) pooled, the card's own floor
 (any age, stated) when there is no recent draw; its row in the machine table; the stability line the CLI and
 Markdown print."""
 
@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from console import noise
 from console.analysis.stability_text import noise_text, stability_line, verdict_text
-from console.machine import store_card
-from console.machine_table import ceiling_rows
+from console.machine import noise
+from console.machine.cards import store_card
+from console.machine.table import ceiling_rows
 
 NOW = 1_800_000_000.0
 
@@ -183,7 +183,7 @@ def test_a_session_aims_for_the_stored_floor_when_it_starts(db):
     # the window's and a sweep's runs get the stored floor at the start, not only when judging at the end
     from types import SimpleNamespace
 
-    from console.session import RunSession
+    from console.run.session import RunSession
     from engines.spec import RunSpec
 
     noise.keep({**floor(0.15, time.time() - 60), "medians_us": None}, db)  # judged by its stored spread
@@ -201,7 +201,7 @@ def test_a_session_aims_for_the_stored_floor_when_it_starts(db):
 def test_a_run_the_floor_made_invalid_is_judged_again_by_a_draw_taken_right_after(db, monkeypatch):
     from types import SimpleNamespace
 
-    from console.session import RunSession
+    from console.run.session import RunSession
     from engines.spec import RunSpec
 
     calm = draw([100.0, 101] * 5, time.time() - 120, halves_change=0.01)

@@ -8,8 +8,8 @@ import threading
 import fault_workers
 import pytest
 
-from console.oom import MemoryWatch
-from console.runner import WorkerRun, timeout_hint
+from console.run.oom import MemoryWatch
+from console.run.runner import WorkerRun, timeout_hint
 from console.telemetry.coverage import sampler_death_note
 from engines.model_files.common import ModelFileError, read_head
 from engines.spec import RunLimits, RunSpec, SpecError
@@ -154,7 +154,7 @@ def test_a_directory_given_as_a_model_file_is_named_as_one(tmp_path):
 
 def test_a_run_whose_sampler_dies_says_so_with_what_was_covered(tmp_path):
     from console.history import HistoryWriter
-    from console.session import RunSession
+    from console.run.session import RunSession
 
     writer = HistoryWriter.open(tmp_path / "history.db")
     killed = []

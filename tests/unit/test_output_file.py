@@ -1,4 +1,4 @@
-"""console.output_file: what is at `--out` is written into, replaced whole, or refused — never destroyed.
+"""console.files.output_file: what is at `--out` is written into, replaced whole, or refused — never destroyed.
 
 Device nodes are made in tmp_path (we run as root): makedev(1, 7) behaves as /dev/full (every write fails with
 ENOSPC), makedev(1, 3) as /dev/null. The system's own nodes are never a target here.
@@ -14,7 +14,16 @@ import threading
 import pytest
 from special_files import fifo_at
 
-from console.output_file import DEVICE, FIFO, FILE, STDOUT, OutputError, check_out, write_bytes_to, write_out
+from console.files.output_file import (
+    DEVICE,
+    FIFO,
+    FILE,
+    STDOUT,
+    OutputError,
+    check_out,
+    write_bytes_to,
+    write_out,
+)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="making device nodes needs root")
 

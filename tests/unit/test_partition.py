@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from console import partition
+from console.run import partition
 from engines import cores
 
 
@@ -67,7 +67,7 @@ def test_without_an_affinity_call_the_platform_says_why(monkeypatch):
     assert not plan.confined and plan.describe().startswith("not confined (macOS")
 
 
-# ---- console.partition.plan
+# ---- console.run.partition.plan
 def test_one_reserved_core_of_two_leaves_the_worker_one_and_says_what_it_costs(tmp_path):
     plan = partition.plan(1, allowed=[0, 1], root=str(_topology(tmp_path, {0: (0, 0), 1: (0, 1)})))
     assert plan.confined and plan.console == (0,) and plan.worker == (1,)

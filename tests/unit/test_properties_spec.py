@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from console.specs import build_spec, flag_for, label_for, spec_data
+from console.spec.build import build_spec, flag_for, label_for, spec_data
 from engines import backends, catalog, scenarios
 from engines.inputs import InputError, format_shape, parse_shape
 from engines.options import SpecError, check_value, is_number
@@ -173,7 +173,7 @@ def test_is_number_never_raises(value):
     assert is_number(value) == (not (isinstance(value, float) and not math.isfinite(value)))  # nan, ±inf: no
 
 
-# ---- console/specs.py: the one builder from flat values
+# ---- console/spec/build.py: the one builder from flat values
 pair_items = st.lists(st.one_of(
     st.text(max_size=16),
     st.builds(lambda n, d: f"{n}={'x'.join(map(str, d))}", names, dims),

@@ -244,7 +244,7 @@ def test_a_report_prints_the_rules_each_run_was_judged_by(tmp_path):
 
 
 def test_the_window_starts_until_stable_and_iterations_win_over_it():
-    from console.specs import fields_by_path, form_field, window_values
+    from console.spec.build import fields_by_path, form_field, window_values
 
     field = form_field(fields_by_path()["scenario_options.until_stable"])
     assert field["default"] is True and field["kind"] == "bool"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from console.specs import (
+from console.spec.build import (
     SpecError,
     build_spec,
     engine_fields,

@@ -6,7 +6,7 @@ import pytest
 
 from console.analysis.storage import storage_block
 from console.history import HistoryStore
-from console.machine import newest_card
+from console.machine.cards import newest_card
 
 CARD = {"target": "cpu", "host": socket.gethostname(), "storage_read_gbs": 2.0,
         "storage": {"dir": "/data", "state": "cold", "bytes": 1 << 30, "reason": ""}}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 
-from console.machine_table import ceiling_rows, repeatability_text
+from console.machine.table import ceiling_rows, repeatability_text
 from engines.machine.repeat import until_precise
 from engines.machine.storage import STORAGE_GOAL, StorageRead
 

@@ -147,7 +147,7 @@ def test_a_sweep_attached_to_the_card_is_the_ceiling_on_its_own_device():
 def test_this_hosts_card_carries_the_stored_sweep(tmp_path):
     import socket
 
-    from console.machine import card_to_judge_by
+    from console.machine.cards import card_to_judge_by
 
     with HistoryStore(tmp_path / "h.db") as store:
         store.add_machine_card({**CARD, "host": socket.gethostname(), "measured_at": "2026-12-01T00:00:00Z"})

@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from console import targets as console_targets
+from console.machine import targets as console_targets
 from engines import targets
 
 

@@ -6,7 +6,7 @@ rounds put each change on both sides, so the ratio of a pair is free of it. The 
 interval are interleave's; only the question is this module's: does the interval of the time ratio (changed ÷
 original) lie inside the tested class's predicted range ("as predicted"), wholly outside it ("not as
 predicted"), or neither yet (more rounds, up to the cap: "undecided", with the interval it reached)? A runner
-that watched the machine (console.round_load: other processes busy on the worker's CPUs during a threads ×2
+that watched the machine (console.run.round_load: other processes busy on the worker's CPUs during a threads ×2
 experiment) can hold any answer at "undecided", with its reason, since the ratio then is not the machine's.
 
 Judged first after MIN_ROUNDS pairs — fewer than interleave's 8, because this question needs only the t interval,
@@ -58,7 +58,7 @@ def run_experiment(planned: Planned, run_round: RoundRunner, min_rounds: int = M
               "rounds": result["rounds"], "max_rounds": result["max_rounds"], "looks": result["looks"],
               "pair_ratios": [_r(x) for x in result["pair_ratios"]], "median_a_ms": _r(result["median_a"]),
               "median_b_ms": _r(result["median_b"]), "outcome": outcome}
-    # a runner that watched the machine while its rounds ran (console.round_load) may say they cannot speak for it
+    # a runner that watched the machine while its rounds ran (console.run.round_load) may say they cannot speak for it
     interference = getattr(run_round, "interference", None)
     why = interference() if callable(interference) else None
     if callable(getattr(run_round, "load", None)):

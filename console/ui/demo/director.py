@@ -21,7 +21,7 @@ from PySide6 import QtCore
 
 from console.demo import figures
 from console.demo.playlist import ItemProblem, Playlist, RaceItem
-from console.specs import SpecError, label_for
+from console.spec.build import SpecError, label_for
 
 RETRY_MS = 1000  # a run from elsewhere is measuring: try again this often
 

@@ -9,8 +9,8 @@ window would report a property of the window (DESIGN.md §10). Qt-free; the wind
 How it is applied, and in which order (children inherit the affinity of the thread that starts them):
 - `Hold.acquire()` moves every thread of the console process, and the telemetry sampler process, to the console
   set; everything the console starts from then on (a sampler, a worker) starts there too;
-- the worker is moved to the worker set by pid right after it is spawned (`place_worker`, from console.runner and
-  console.worker_pool), before its interpreter has finished starting, so its engine's threads start on the
+- the worker is moved to the worker set by pid right after it is spawned (`place_worker`, from console.run.runner and
+  console.run.worker_pool), before its interpreter has finished starting, so its engine's threads start on the
   worker's cores; the worker then sizes "auto" threads from those cores (engines.cores.auto_threads);
 - `Hold.release()` at the end of the run gives the console and the sampler back the cores they had, so what the
   window starts between runs (a machine card's measurement) is not confined to the console's core.

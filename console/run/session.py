@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from console import partition as console_partition
 from console import paths
 from console.analysis import finished_run
-from console.console_cpu import ConsoleCpu, validity_notes
 from console.history import HistoryError, HistoryWriter
-from console.runner import Outcome, WorkerRun
+from console.run import partition as console_partition
+from console.run.console_cpu import ConsoleCpu, validity_notes
+from console.run.runner import Outcome, WorkerRun
 from console.telemetry.hub import TelemetryHub
 from engines.spec import RunSpec
 from engines.worker import worker_main
@@ -54,10 +54,10 @@ class RunSession:
         telemetry_hz=, run_id=). The node samples its own telemetry, so the session's hub is not used; the run
         is recorded under the node's host once the node reports (`{"type": "node", ...}` to the listener).
 
-        `pool`: the window's console.worker_pool.WorkerPool: the run takes its spare worker when it has one (the
+        `pool`: the window's console.run.worker_pool.WorkerPool: the run takes its spare worker when it has one (the
         environment's `worker_start` says warm, warming or cold) and a new spare is made when the run has ended.
 
-        `partition`: a console.partition.Partition: while the run lasts the console and its sampler keep to its
+        `partition`: a console.run.partition.Partition: while the run lasts the console and its sampler keep to its
         console cores and the worker gets its worker cores; the environment's `partition` records both sets (or
         "not confined (why)"), and the summary's `console_cpu` what the console used while measuring.
 
@@ -70,7 +70,7 @@ class RunSession:
         self.rules = rules if rules is not None else rules_file.in_force()
         if noise_floor is None and remote is None and getattr(writer, "path", None):
             # the stored floor (the card's, or a recent quick one): the run aims for it and is judged by it
-            from console import noise
+            from console.machine import noise
 
             noise_floor = noise.usable(spec.target, writer.path)
         rules_file.aim(self.spec, self.rules.rules, noise_floor)  # until stable: the allowance it is judged by
@@ -93,7 +93,7 @@ class RunSession:
         self._own_hub = hub is None and bool(telemetry_hz)
         self._subscription: int | None = None
         self._remote = remote
-        # The machine's noise floor the run is judged against (console.noise; the CLI and a sweep measure one before
+        # The machine's noise floor the run is judged against (console.machine.noise; the CLI and a sweep measure one before
         # the run when none is usable); None: none was stored at the start, looked up again when the run ends.
         self._noise_floor = noise_floor
         self._pool = pool if remote is None else None
@@ -306,7 +306,7 @@ class RunSession:
         if self._remote is not None:
             return None
         if self._noise_floor is None and getattr(self._writer, "path", None):
-            from console import noise
+            from console.machine import noise
 
             try:
                 self._noise_floor = noise.recent(self.spec.target, self._writer.path)
@@ -316,7 +316,7 @@ class RunSession:
 
     def _noise_floor_now(self, summary: dict[str, Any]) -> bool:
         """A run the noise floor made INVALID (unsteady beyond it, or a drift beyond its wander) takes a quick draw
-        now, after the worker has exited (console.noise.measure_after_run, ~5 s), and is judged again by it: True
+        now, after the worker has exited (console.machine.noise.measure_after_run, ~5 s), and is judged again by it: True
         when it took one. Why: on a shared VM the machine's noise changes from minute to minute (a pool of calm
         draws, then runs whose windows jittered 16–60%), so the floor measured minutes earlier is not the noise
         this run met; the draw right after it is the nearest measurement that does not disturb it. A drifting or
@@ -325,7 +325,7 @@ class RunSession:
         if self._remote is not None or self._noise_floor is None or not failed & {"stability", "drift"} \
                 or not getattr(self._writer, "path", None):
             return False
-        from console import noise
+        from console.machine import noise
 
         self._emit({"type": "phase", "phase": "noise floor", "t_ns": time.perf_counter_ns()})
         fresh = noise.measure_after_run(self.spec.target, self._writer.path, self._noise_floor)
@@ -372,7 +372,7 @@ class _Reads:
         path = getattr(session._writer, "path", None)
         if not path or session._host:
             return None
-        from console.machine import card_to_judge_by
+        from console.machine.cards import card_to_judge_by
 
         return card_to_judge_by(session.spec.target, path)
 

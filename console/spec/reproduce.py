@@ -30,7 +30,7 @@ class SpecFileError(ValueError):
 def load_spec(path: str | os.PathLike) -> RunSpec:
     """The validated RunSpec held by a JSON file: a RunSpec dict, an exported run (`labconsole export --format
     json`, one run) or a stored run row (its `spec`)."""
-    from console.small_file import SmallFileError, read_small_file
+    from console.files.small_file import SmallFileError, read_small_file
 
     where = os.fspath(path)
     try:  # a regular file of bounded size: a FIFO is refused, not waited on; /dev/zero is not read without end
@@ -98,7 +98,7 @@ def reproduce_command(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def flag_values(spec: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The flat option values (console.specs paths) that rebuild `spec` from the defaults, and the paths no
+    """The flat option values (console.spec.build paths) that rebuild `spec` from the defaults, and the paths no
     flag can set (an option whose default is on, or a value the flag cannot take back to None)."""
     stored = RunSpec.from_dict(dict(spec)).to_dict()  # an older spec version read the way runs read it
     default = RunSpec().to_dict()  # the flags' defaults; a scenario's options default per scenario
@@ -138,7 +138,7 @@ def _arguments(values: Mapping[str, Any]) -> list[str]:
 
 
 def _rebuilds(values: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
-    from console.specs import spec_data
+    from console.spec.build import spec_data
 
     try:
         return RunSpec.from_dict(spec_data(values)).to_dict() == RunSpec.from_dict(dict(spec)).to_dict()

@@ -89,7 +89,7 @@ def own_tree_cpu_s() -> dict[int, float]:
     """CPU seconds of this process and of each of its descendants (workers, spares, samplers) alive now, by pid."""
     import psutil
 
-    from console.console_cpu import cpu_seconds
+    from console.run.console_cpu import cpu_seconds
 
     try:
         pids = [os.getpid(), *(child.pid for child in psutil.Process().children(recursive=True))]

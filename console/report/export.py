@@ -93,7 +93,7 @@ def write_summary_csv(store: Any, runs: Sequence[Mapping[str, Any]], out: TextIO
 def write_json(store: Any, runs: Sequence[Mapping[str, Any]], out: TextIO) -> dict[str, int]:
     """{format, version, runs: [run row + t0_ns, reproduce, ops, latencies {t_ns, latency_ns} (integers, t
     relative to t0_ns), samples [{t_ns (relative), source, metric, value, unit, method}]]}."""
-    from console.reproduce import reproduce_command
+    from console.spec.reproduce import reproduce_command
 
     out.write(f'{{"format": "{EXPORT_FORMAT}", "version": {EXPORT_VERSION}, "runs": [')
     iterations = samples = 0

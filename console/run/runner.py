@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from console.oom import MemoryWatch
+from console.run.oom import MemoryWatch
 from engines import phases, protocol, sandbox
 from engines.ddp import is_distributed
 from engines.spec import RunSpec
@@ -49,8 +49,8 @@ class WorkerRun:
                  on_end: Callable[[Outcome], None], entry: Callable[..., None] = worker_main,
                  memory: MemoryWatch | None = None, pool: Any = None, partition: Any = None):
         """`memory`: where the OOM-kill counters are read (tests give one over a fake cgroup). `pool`: a
-        console.worker_pool.WorkerPool whose spare, when it has one for the engine, runs the spec (default entry
-        only); `start_kind` then says warm or warming instead of cold. `partition`: a console.partition.Partition;
+        console.run.worker_pool.WorkerPool whose spare, when it has one for the engine, runs the spec (default entry
+        only); `start_kind` then says warm or warming instead of cold. `partition`: a console.run.partition.Partition;
         the worker is moved to its worker cores right after it is spawned (or taken from the pool), and
         `placement` says how that went."""
         self.spec = spec
@@ -97,7 +97,7 @@ class WorkerRun:
                 _PARENTS.add(self)
         self.pid = self._process.pid
         if self._partition is not None and self._partition.confined:  # while it starts: its threads follow
-            from console.partition import place_worker
+            from console.run.partition import place_worker
 
             self.placement = place_worker(self._partition, self.pid)
         self._last_event = time.monotonic()
@@ -253,6 +253,6 @@ def _stop_parents() -> None:
 
 def timeout_hint(path: str, current_s: float) -> str:
     """How to raise a worker time-out, in the words of the surface the user has: the flag and the form's label."""
-    from console.specs import flag_for, label_for
+    from console.spec.build import flag_for, label_for
 
     return f"{flag_for(path)} S on the command line, or {label_for(path)} in the run form (now {current_s:g} s)"

@@ -7,7 +7,7 @@ POOL_AGE_S (up to POOL_DRAWS of them, the machine card's among them): its spread
 K-window groups, and its `wander` the largest change any draw showed between its halves (how far the machine alone
 moved work that cannot drift; console.analysis.drift takes no smaller change for a drift).
 
-Where the draws come from: the machine card of this host and target (1-s windows; console.machine.stored_card is
+Where the draws come from: the machine card of this host and target (1-s windows; console.machine.cards.stored_card is
 the one card lookup) and quick draws kept next to the history (noise_floor.json, by host, newest last). When the
 newest draw is older than MAX_AGE_S — or the pool holds fewer than POOL_MIN draws and the newest is a minute old —
 `noise_floor_for` measures a quick one (10 windows of 0.4 s, in a spawned process so the console never competes
@@ -75,7 +75,7 @@ def noise_floor_for(target: str = "cpu", db: str | os.PathLike | None = None, *,
 
 def measure_after_run(target: str, db: str | os.PathLike | None, before: dict[str, Any] | None
                       ) -> dict[str, Any] | None:
-    """A quick draw right after a run the floor `before` made INVALID (console.session), pooled with the recent
+    """A quick draw right after a run the floor `before` made INVALID (console.run.session), pooled with the recent
     draws: the floor the run is judged again by (its noisiest draw and largest wander now include the machine as
     the run left it). None when it could not be measured (the run keeps its verdict); the draw alone, with
     `before`'s wander, when it cannot be kept (a read-only folder)."""
@@ -202,7 +202,7 @@ def describe(floor: dict[str, Any] | None) -> str:
 # ---- Private API
 def _card_floor(target: str, db: str | os.PathLike | None) -> dict[str, Any] | None:
     from console.history import HistoryError
-    from console.machine import stored_card
+    from console.machine.cards import stored_card
 
     try:
         card = stored_card(target, db)

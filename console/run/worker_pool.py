@@ -40,7 +40,7 @@ class WorkerPool:
     """At most one spare per engine. Thread-safe: runs start on the GUI thread or a sweep's thread."""
 
     def __init__(self, partition: Any = None) -> None:
-        """`partition`: a console.partition.Partition; each spare is moved to its worker cores as it is spawned,
+        """`partition`: a console.run.partition.Partition; each spare is moved to its worker cores as it is spawned,
         so its engine import runs there and the run that takes it finds it on them."""
         self.partition = partition
         self._spares: dict[str, Spare] = {}
@@ -66,7 +66,7 @@ class WorkerPool:
             process.start()
             child_conn.close()  # only the child holds its end: our death is its EOF
             if self.partition is not None and self.partition.confined:
-                from console.partition import place_worker
+                from console.run.partition import place_worker
 
                 place_worker(self.partition, process.pid)  # the run that takes it moves it again and records that
             self._spares[engine] = Spare(process, conn, ready)
