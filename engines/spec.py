@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engines import backends, catalog
+from engines.generation import GenerationOptions
 from engines.options import OptionField, SpecError, check_fields, check_value, fields_of, is_number, option
 
 __all__ = ["SpecError", "RunSpec", "RunLimits", "GenerationOptions", "spec_fields", "is_model_path"]
@@ -41,16 +42,6 @@ class RunLimits:
                                    label="Load timeout (s)", help="seconds a worker may load without a word")
     stall_timeout_s: float = option(60.0, flag="--stall-timeout", metavar="S", maximum=86400, unit="s",
                                     label="Stall timeout (s)", help="seconds a running worker may stay silent")
-
-
-@dataclass
-class GenerationOptions:
-    """For decoder models: prompt length and how many tokens to generate (TTFT and TPOT)."""
-
-    prompt_tokens: int = option(32, flag="--prompt-tokens", maximum=1_000_000, label="Prompt tokens",
-                                help="generate: prompt length")
-    output_tokens: int = option(32, flag="--output-tokens", maximum=1_000_000, label="Output tokens",
-                                help="generate: tokens to generate")
 
 
 def _default_engine_options() -> dict[str, Any]:

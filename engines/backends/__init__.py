@@ -9,39 +9,8 @@ in a worker. Adding a backend = a `<name>_config.py` with its INFO, its implemen
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
+from engines.backends.info import BackendInfo
 from engines.registry import Registry
-
-
-@dataclass(frozen=True)
-class BackendInfo:
-    """What the console may know of a backend without importing it.
-
-    precisions: per target kind ("cpu", "cuda", "mps" …) the precisions the backend can offer there; target
-        discovery narrows them to what the device really has.
-    distributions: package names whose installed version About and `--version` show (first found wins).
-    probe: "module:function" that says which targets the backend can use here and why not
-        (engines.backends.probe); empty: the `probe` function of `module`. Discovery calls it in a worker.
-    preload: the engine's own libraries, imported before a worker's sandbox closes (an import may write caches).
-    """
-
-    name: str
-    label: str
-    module: str
-    options: type
-    precisions: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    trains: bool = False
-    file_types: tuple[str, ...] = ()
-    distributions: tuple[str, ...] = ()
-    install: str = ""
-    probe: str = ""
-    preload: tuple[str, ...] = ()
-
-    def default_options(self) -> Any:
-        return self.options()
-
 
 _REGISTRY: Registry[BackendInfo] = Registry()
 
@@ -63,7 +32,7 @@ def file_engines() -> dict[str, str]:
 
 
 # ---- Registrations: one line a backend
-from engines.backends import onnxruntime_config, torch_config  # noqa: E402 — they import BackendInfo above
+from engines.backends import onnxruntime_config, torch_config  # noqa: E402 — registered once the helpers above exist
 
 register(torch_config.INFO)
 register(onnxruntime_config.INFO)

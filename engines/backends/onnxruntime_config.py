@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engines.backends import BackendInfo
+from engines.backends.info import BackendInfo
 from engines.options import SpecError, option
 
 GRAPH_OPTIMIZATION = ("disabled", "basic", "extended", "all")

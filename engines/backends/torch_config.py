@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engines.backends import BackendInfo
+from engines.backends.info import BackendInfo
 from engines.options import option
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")

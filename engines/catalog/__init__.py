@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from engines.generation import GenerationOptions
+
 
 @dataclass(frozen=True)
 class InputDef:
@@ -171,8 +173,6 @@ def describe() -> list[dict[str, Any]]:
 
 # ---- Private API
 def _prompt_tokens(generation: Any) -> int:
-    from engines.spec import GenerationOptions  # here, not at the top: engines.spec imports this module
-
     if generation is None:
         return GenerationOptions().prompt_tokens
     if isinstance(generation, dict):

@@ -32,14 +32,16 @@ import statistics
 import time
 from array import array
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engines import catalog, protocol
 from engines.backends.base import LoadedModel, TokenGenerator
 from engines.figures import Figure, Figures
 from engines.kvcache.options import KvOffloadOptions
 from engines.scenarios.base import ScenarioInfo
-from engines.spec import RunSpec
+
+if TYPE_CHECKING:  # type hints only: engines.spec imports the scenarios
+    from engines.spec import RunSpec
 
 INFO = ScenarioInfo("generate", "Generate (decoder models)", __name__, KvOffloadOptions,
                     summary="prefill then token-by-token decode: time to first token and per output token",

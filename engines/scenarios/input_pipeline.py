@@ -23,7 +23,7 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
@@ -31,7 +31,9 @@ from engines.figures import Figure, Figures
 from engines.options import SpecError, option
 from engines.scenarios import _timing
 from engines.scenarios.base import WARMUP_FIGURES, ScenarioInfo, WarmupOptions
-from engines.spec import RunSpec
+
+if TYPE_CHECKING:  # type hints only: engines.spec imports the scenarios
+    from engines.spec import RunSpec
 
 COLD_CONFIRMED = 0.5  # a cold run must fetch at least this share of the bytes it read from storage
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
@@ -27,7 +27,9 @@ from engines.options import SpecError, option
 from engines.scenarios import _stability, _timing
 from engines.scenarios._stability import StableOptions
 from engines.scenarios.base import QUERY_FIGURES, RATE_FIGURES, WARMUP_FIGURES, LoadOptions, ScenarioInfo
-from engines.spec import RunSpec
+
+if TYPE_CHECKING:  # type hints only: engines.spec imports the scenarios
+    from engines.spec import RunSpec
 
 DEFAULT_STREAMS = 8  # samples per query (MLPerf's original multi-stream)
 DEFAULT_MULTI_STREAM_QPS = 20.0  # a query every 50 ms

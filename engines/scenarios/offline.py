@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
@@ -32,7 +32,9 @@ from engines.options import SpecError, option
 from engines.scenarios import _stability, _timing
 from engines.scenarios._stability import StableOptions
 from engines.scenarios.base import QUERY_FIGURES, WARMUP_FIGURES, LoadOptions, ScenarioInfo, WarmupOptions
-from engines.spec import RunSpec
+
+if TYPE_CHECKING:  # type hints only: engines.spec imports the scenarios
+    from engines.spec import RunSpec
 
 
 @dataclass

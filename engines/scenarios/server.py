@@ -26,7 +26,7 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
@@ -34,7 +34,9 @@ from engines.figures import Figure, Figures
 from engines.options import SpecError, option
 from engines.scenarios import _timing
 from engines.scenarios.base import LATENCY_BOUND, RATE_FIGURES, WARMUP_FIGURES, LoadOptions, ScenarioInfo
-from engines.spec import RunSpec
+
+if TYPE_CHECKING:  # type hints only: engines.spec imports the scenarios
+    from engines.spec import RunSpec
 
 MAX_QPS = 1_000_000
 

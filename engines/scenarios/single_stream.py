@@ -14,7 +14,7 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engines import protocol
 from engines.backends.base import LoadedModel
@@ -22,7 +22,9 @@ from engines.scenarios import _stability, _timing
 from engines.scenarios._stability import StableOptions
 from engines.scenarios._timing import CHUNK, FLUSH_NS
 from engines.scenarios.base import WARMUP_FIGURES, ScenarioInfo, WarmupOptions
-from engines.spec import RunSpec
+
+if TYPE_CHECKING:  # type hints only: engines.spec imports the scenarios
+    from engines.spec import RunSpec
 
 
 @dataclass

@@ -15,7 +15,7 @@ from console.spec.build import build_spec
 from console.sweep import SweepGrid, expand
 from console.ui.app import build_main_window
 from engines import backends, scenarios
-from engines.backends import BackendInfo
+from engines.backends.info import BackendInfo
 from engines.options import option
 from engines.scenarios.base import NoOptions, ScenarioInfo
 

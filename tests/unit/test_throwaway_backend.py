@@ -15,7 +15,7 @@ CONFIG = '''
 """The toy engine's options and capabilities."""
 from dataclasses import dataclass
 
-from engines.backends import BackendInfo
+from engines.backends.info import BackendInfo
 from engines.options import option
 
 
