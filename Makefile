@@ -35,10 +35,11 @@ test: lint
 
 # Benchmarks (README "Benchmarks"): writes bench-results.json and prints a table; fails only on a decided miss.
 # `make bench` stays under 30 minutes on a 2-core machine (CI runs it); the long ones — soaks, the Ray cluster, the
-# machine card's repeatability, profiling overhead per engine, demo mode against headless (about 20 minutes together)
-# — are `make bench-long`.
+# machine card's repeatability, profiling overhead per engine, demo mode against headless, compare's power (about 25
+# minutes together) — are `make bench-long`. (2026-12-04: make bench took 31.6 minutes on a quiet 2-core VM with
+# compare's power, 295 s of it, in it.)
 BENCH_LONG := test_window_soak.py test_demo_soak.py test_cluster_overhead.py test_profiling_overhead.py \
-	test_machine_card.py test_demo_vs_headless.py
+	test_machine_card.py test_demo_vs_headless.py test_compare_power.py
 bench: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/benchmarks -s --timeout=900 --durations=30 \
 		$(foreach f,$(BENCH_LONG),--ignore=tests/benchmarks/$(f))
