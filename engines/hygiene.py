@@ -27,6 +27,7 @@ BUSY_CPU_PERCENT = 20.0  # other processes together above this share of one core
 BUSY_LOAD_PER_CPU = 0.5  # 1-minute load average above this × usable CPUs
 TOP = 5
 SAMPLE_S = 0.2
+SHORTEST_SAMPLE_S = 0.05  # a sample ended early still spans five clock ticks: CPU shares over less are noise
 STEADY_GOVERNORS = ("performance",)
 
 
@@ -37,27 +38,33 @@ class Sampling:
     its children are excluded: the loading is not counted). When the work in between takes longer, the sample
     covers all of it, and the record says over how long."""
 
-    def __init__(self, sample_s: float = SAMPLE_S, exclude_pids: Iterable[int] = ()):
+    def __init__(self, sample_s: float = SAMPLE_S, exclude_pids: Iterable[int] = (),
+                 ended: threading.Event | None = None):
         self.sample_s = sample_s
         self.excluded = _family(os.getpid()) | set(exclude_pids)
+        self._ended = ended or threading.Event()
         self._started = time.monotonic()
         self._watched = _first_pass(self.excluded)
 
     def others(self) -> tuple[list[dict[str, Any]], float]:
-        """(other processes that used CPU, the seconds the sample covered)."""
+        """(other processes that used CPU, the seconds the sample covered). Ended early (`ended` set), it still
+        covers SHORTEST_SAMPLE_S."""
         remaining = self.sample_s - (time.monotonic() - self._started)
-        if remaining > 0:
-            time.sleep(remaining)
+        if remaining > 0 and self._ended.wait(remaining):
+            time.sleep(max(0.0, SHORTEST_SAMPLE_S - (time.monotonic() - self._started)))
         return _second_pass(self._watched), time.monotonic() - self._started
 
 
 class InBackground:
     """The hygiene record taken on its own thread, begun now: the run loads and starts while the process sample
     runs out its `sample_s`, instead of waiting for it (the warm start's first iteration came 0.2 s later for it).
-    `done()` says whether the record is there; `result()` waits for it (None when taking it failed)."""
+    `done()` says whether the record is there; `result()` waits for it (None when taking it failed); `end()` asks
+    for the second pass now (a run with no warm-up to hide it in takes it at the load's end, not on a measured
+    iteration, and does not wait out the rest of `sample_s` for it: the record says how long it covered)."""
 
     def __init__(self, sample_s: float | None = None, exclude_pids: Iterable[int] = ()):
         sample_s = SAMPLE_S if sample_s is None else sample_s
+        self._ended = threading.Event()
         self._record: dict[str, Any] | None = None
         self.failure: str | None = None
         self._thread = threading.Thread(target=self._collect, args=(sample_s, tuple(exclude_pids)), name="hygiene",
@@ -67,13 +74,16 @@ class InBackground:
     def done(self) -> bool:
         return not self._thread.is_alive()
 
+    def end(self) -> None:
+        self._ended.set()
+
     def result(self, timeout: float | None = None) -> dict[str, Any] | None:
         self._thread.join(timeout)
         return self._record
 
     def _collect(self, sample_s: float, exclude_pids: tuple[int, ...]) -> None:
         try:
-            self._record = collect(sampling=Sampling(sample_s, exclude_pids))
+            self._record = collect(sampling=Sampling(sample_s, exclude_pids, self._ended))
         except Exception as exc:  # noqa: BLE001 — psutil refused, /proc unreadable: the run goes on without it
             self.failure = f"{type(exc).__name__}: {exc}"
 

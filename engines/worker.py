@@ -50,7 +50,7 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
         return
     # On its own thread: the load does not wait for the process sample; sent with `loaded` when the load outlasted
     # it, else with `result` (its last pass falls in the load or the warm-up, 1 s by default; a run with a shorter
-    # warm-up waits for it before its first iteration, so it never falls on a measured one)
+    # warm-up ends it at the load's end, before its first iteration, so it never falls on a measured one)
     sample = hygiene.InBackground(exclude_pids=[os.getppid()])
     emit(protocol.make("phase", phase="loading", t_ns=time.perf_counter_ns()))
     try:
@@ -68,7 +68,8 @@ def run_spec(spec_data: dict[str, Any], emit: Emit, cancelled: Callable[[], bool
         emit(_error("spec", exc))
         return
     if spec.warmup_s < hygiene.SAMPLE_S:
-        sample.result()  # no warm-up to hide its last pass in: it must not fall on measured iterations
+        sample.end()  # no warm-up to hide its last pass in: taken now, shorter, not on a measured iteration
+        sample.result()
     sent_hygiene = sample.done()
     emit(protocol.make("loaded", load_s=model.load_s, params=model.params, model_bytes=model.model_bytes,
                        versions=model.versions, details=model.details,

@@ -1,6 +1,7 @@
 """The worker's hygiene sample is taken beside the load: a quick load does not wait out its 0.2 s, and the record
 still reaches the console (with `loaded` when the load outlasted the sample, else with `result`)."""
 
+import threading
 import time
 import types
 
@@ -41,13 +42,24 @@ def test_a_quick_load_does_not_wait_for_the_sample_and_result_carries_it(monkeyp
     assert isinstance(result["hygiene"]["busy"], bool) and result["hygiene"]["sample_s"] >= 2.0
 
 
-def test_without_a_warm_up_to_hide_it_the_sample_ends_before_the_first_iteration(monkeypatch):
-    """Its last pass must not fall on a measured iteration: a run with no warm-up waits for it after the load."""
+def test_without_a_warm_up_to_hide_it_the_sample_ends_at_the_load_before_the_first_iteration(monkeypatch):
+    """Its last pass must not fall on a measured iteration, and a run with no warm-up does not wait out the whole
+    sample for it either (the warm start): it is taken when the load ends, and the record says how long it ran."""
     started = time.monotonic()
-    events, at = run(monkeypatch, load_s=0.0, sample_s=0.8, warmup_s=0.0)
+    events, at = run(monkeypatch, load_s=0.1, sample_s=3.0, warmup_s=0.0)
     kinds = [e["type"] for e in events]
-    assert at[kinds.index("loaded")] - started >= 0.8
-    assert isinstance(events[kinds.index("loaded")]["hygiene"]["busy"], bool)
+    assert at[kinds.index("loaded")] - started < 1.5  # it waited out the 3-s sample before
+    record = events[kinds.index("loaded")]["hygiene"]  # with `loaded`: taken before the first iteration
+    assert isinstance(record["busy"], bool) and 0.1 <= record["sample_s"] < 1.5
+    assert "hygiene" not in events[kinds.index("result")]
+
+
+def test_a_sample_ended_at_once_still_spans_the_shortest_sample():
+    sampling = hygiene.Sampling(5.0, ended=threading.Event())
+    sampling._ended.set()
+    started = time.monotonic()
+    _, covered = sampling.others()
+    assert hygiene.SHORTEST_SAMPLE_S <= covered < 1.0 and time.monotonic() - started < 1.0
 
 
 def test_a_load_that_outlasts_the_sample_sends_it_with_loaded(monkeypatch):
