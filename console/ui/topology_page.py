@@ -92,9 +92,7 @@ class TopologyPage(QtWidgets.QWidget):
         self._discovered_once = True
         self.refresh_button.setEnabled(False)
         self.source.setText("Discovering this machine's topology (sysfs, /proc)…")
-        self._call = BackgroundCall(self)
-        self._call.sig_done.connect(self._discovered)
-        self._call.sig_failed.connect(self._discovery_failed)
+        self._call = BackgroundCall(self, self._discovered, self._discovery_failed)
         self._call.start(self._discover)
         return True
 
@@ -174,12 +172,9 @@ class TopologyPage(QtWidgets.QWidget):
         if problem:
             self.run_progress.setText(problem)
             return False
-        from console.ui.workspace import COLLECTIVES, Busy
+        from console.ui.workspace import COLLECTIVES
 
-        try:
-            self._workspace.claim(COLLECTIVES)
-        except Busy as exc:
-            self.run_progress.setText(str(exc))
+        if not self._workspace.claim_or_say(COLLECTIVES, self.run_progress.setText):
             return False
         self._cancel = threading.Event()
         self._started = time.monotonic()
