@@ -94,7 +94,7 @@ def _facts(run: dict[str, Any]) -> _Facts:
     engine = str(profile.get("engine") or spec.get("engine") or "torch")
     target = str(spec.get("target") or (card or {}).get("target") or "cpu")
     ops = [dict(op) for op in run.get("ops") or []]
-    op_time = _num(profile.get("op_time_s")) or sum(_num(op.get("time_s")) or 0.0 for op in ops)
+    op_time = _num(profile.get("op_time_s")) or _total(ops, "time_s")
     roof, notes = None, []
     if card:
         try:
@@ -136,9 +136,7 @@ def _score_profile(f: _Facts, scores: dict[str, float], evidence: dict[str, dict
     memory_share = sum(op["share"] for op in memory_ops)
 
     # compute: GEMM-heavy, above the ridge, a real fraction of the peak
-    flops = sum(_num(op.get("flops")) or 0.0 for op in compute_ops)
-    seconds = sum(_num(op.get("time_s")) or 0.0 for op in compute_ops)
-    achieved = flops / seconds if flops and seconds else None
+    achieved = _ratio(compute_ops, "flops", "time_s")  # FLOP/s over the compute-bound ops
     if f.roof and achieved:
         efficiency = achieved / f.roof["peak_flops"]
         factor = _clamp(efficiency / 0.2)
@@ -148,16 +146,14 @@ def _score_profile(f: _Facts, scores: dict[str, float], evidence: dict[str, dict
         factor = NO_ROOF  # GEMMs without a roof to hold them against
     scores["compute"] = compute_share * factor
     evidence["compute"]["compute_bound_share"] = _r(compute_share)
-    intensity = _intensity(compute_ops)
+    intensity = _ratio(compute_ops, "flops", "bytes")  # FLOP per byte moved
     if intensity is not None:
         evidence["compute"]["intensity_flop_per_byte"] = _r(intensity)
 
     # memory-bandwidth vs cache-resident: low intensity, then where the working set lives
     deciding = [op for op in memory_ops if op["share"] >= MATTERS] or memory_ops
     f.working_set = max((op["_per_call_bytes"] for op in deciding), default=None) or None
-    moved = sum(_num(op.get("bytes")) or 0.0 for op in memory_ops)
-    seconds = sum(_num(op.get("time_s")) or 0.0 for op in memory_ops)
-    bytes_s = moved / seconds if moved and seconds else None
+    bytes_s = _ratio(memory_ops, "bytes", "time_s")
     if f.roof and bytes_s:
         utilisation = bytes_s / f.roof["bandwidth_bytes_s"]
         bandwidth_factor = _clamp(utilisation / 0.5)
@@ -407,10 +403,14 @@ def _is_copy(op: dict[str, Any], gpu: bool) -> bool:
     return any(word in name for word in words) or (gpu and any(word in name for word in GPU_COPY_ONLY))
 
 
-def _intensity(ops: list[dict[str, Any]]) -> float | None:
-    flops = sum(_num(op.get("flops")) or 0.0 for op in ops)
-    moved = sum(_num(op.get("bytes")) or 0.0 for op in ops)
-    return flops / moved if flops and moved else None
+def _total(ops: list[dict[str, Any]], key: str) -> float:
+    return sum(_num(op.get(key)) or 0.0 for op in ops)
+
+
+def _ratio(ops: list[dict[str, Any]], top: str, bottom: str) -> float | None:
+    """Σ top / Σ bottom over the ops (a rate or an intensity); None, not 0, when either sum is nothing."""
+    over, under = _total(ops, top), _total(ops, bottom)
+    return over / under if over and under else None
 
 
 def _share(op: dict[str, Any], op_time_s: float) -> float:

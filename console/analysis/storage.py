@@ -348,41 +348,31 @@ def _levers(e: dict[str, Any]) -> list[str]:
 
 
 def _lever_evidence(lever: str, e: dict[str, Any]) -> str:
-    def has(*keys: str) -> bool:
-        return all(e.get(k) is not None for k in keys)
-
     parts = []
     if lever == "faster-device":
-        if has("of_ceiling"):
-            parts.append(f"{e['of_ceiling']:.0%} of its ceiling")
-        if has("device_busy_percent"):
-            parts.append(f"device busy {e['device_busy_percent']:.0f}% of the time")
-        if has("queue_depth"):
-            parts.append(f"queue depth {e['queue_depth']:.3g}")
+        parts += _known(e, ("of_ceiling", "{:.0%} of its ceiling"),
+                        ("device_busy_percent", "device busy {:.0f}% of the time"), ("queue_depth", "queue depth {:.3g}"))
     elif lever == "different-format":
         parts.append(f"decode {e['decode_ms_per_sample']:.3g} ms vs read {e['read_ms_per_sample']:.3g} ms per sample")
-        if has("reader_busy"):
-            parts.append(f"readers busy {e['reader_busy']:.0%}")
+        parts += _known(e, ("reader_busy", "readers busy {:.0%}"))
     elif lever == "more-readers":
         if e.get("readers") == 0:
             parts.append("no reader threads (each batch is read when the model asks for it)")
-        elif has("readers"):
-            parts.append(f"{e['readers']} readers")
-        if has("reader_busy"):
-            parts.append(f"busy {e['reader_busy']:.0%} of their time")
-        if has("device_busy_percent"):
-            parts.append(f"device busy {e['device_busy_percent']:.0f}%")
-        if has("queue_depth"):
-            parts.append(f"queue depth {e['queue_depth']:.3g}")
+        else:
+            parts += _known(e, ("readers", "{} readers"))
+        parts += _known(e, ("reader_busy", "busy {:.0%} of their time"), ("device_busy_percent", "device busy {:.0f}%"),
+                        ("queue_depth", "queue depth {:.3g}"))
     elif lever == "larger-reads":
         parts.append(f"{e['request_kib']:.3g} KiB per request")
-        if has("read_iops"):
-            parts.append(f"{e['read_iops']:.4g} IOPS")
-        if has("read_mb_s"):
-            parts.append(f"{e['read_mb_s']:.4g} MB/s")
+        parts += _known(e, ("read_iops", "{:.4g} IOPS"), ("read_mb_s", "{:.4g} MB/s"))
     elif lever == "page-cache":
         parts.append(f"data set {e['dataset_gb']:.3g} GB, RAM {e['ram_gb']:.3g} GB, read cold")
     return ", ".join(parts) or "no device telemetry recorded for the run"
+
+
+def _known(e: dict[str, Any], *readings: tuple[str, str]) -> list[str]:
+    """Each (key, template) whose key the evidence has, filled in; an unknown reading is left out, never shown as 0."""
+    return [template.format(e[key]) for key, template in readings if e.get(key) is not None]
 
 
 def _per(total: Any, count: Any) -> float | None:

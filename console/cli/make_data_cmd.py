@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import errno
+from collections.abc import Callable
+from typing import Any
 
 from console.cli.common import EXIT_OK, emit_json, error, fail, wants_json
 from console.cli.numbers import number, whole
@@ -54,19 +56,9 @@ def main(args: argparse.Namespace) -> int:
         check_request(args.dir, layout, args.count, args.format)
     except (DataError, InputError, SampleRequestError) as exc:
         return fail(str(exc))
-    try:
-        written = write_samples(args.dir, layout, args.count, args.format, args.seed)
-    except SampleRequestError as exc:  # the disk filled between the check and the write
-        return fail(str(exc))
-    except OSError as exc:
-        return _write_failed(args.dir, exc, "lower --count")
-    if wants_json(args):
-        emit_json(written)
-    else:
-        shape = "x".join(map(str, written["input"]["sample_shape"]))
-        print(f"wrote {written['files']} {written['format']} files ({written['bytes'] / 1e6:.1f} MB, "
-              f"{written['input']['name']} {shape} {written['input']['dtype']}) to {written['dir']}")
-    return EXIT_OK
+    # SampleRequestError again: the disk filled between the check and the write
+    return _write(args, lambda: write_samples(args.dir, layout, args.count, args.format, args.seed),
+                  SampleRequestError, "lower --count", _samples_text)
 
 
 def _workload_data(args: argparse.Namespace) -> int:
@@ -81,21 +73,39 @@ def _workload_data(args: argparse.Namespace) -> int:
     if args.format not in ("npy", "bin"):
         return fail("--workload writes npy or bin files; give --format npy or --format bin")
     workload = workloads.published(args.workload)
+
+    def text(written: dict[str, Any]) -> str:
+        scaled = (f", samples scaled to {args.scale:g} of {workload.sample_bytes:,} bytes: the feed result will "
+                  "say its samples are smaller than the workload's" if args.scale != 1.0 else "")
+        return (f"wrote {written['files']} {args.workload} {written['format']} files of "
+                f"{written['samples_per_file']} sample(s) x {written['sample_bytes']:,} bytes "
+                f"({written['bytes'] / 1e6:,.1f} MB) to {written['dir']}{scaled}")
+
+    return _write(args, lambda: dataset.write(args.dir, workload, args.files, args.scale, args.format, args.seed),
+                  StorageError, "lower --files or --scale", text)
+
+
+def _write(args: argparse.Namespace, write: Callable[[], dict[str, Any]], refused: type[Exception], smaller: str,
+           text: Callable[[dict[str, Any]], str]) -> int:
+    """Both kinds of data set end alike: a request refused (`refused`) exits 2, a failed write as _write_failed
+    says, and what was written is printed as JSON with --json, else as `text` tells it."""
     try:
-        written = dataset.write(args.dir, workload, args.files, args.scale, args.format, args.seed)
-    except StorageError as exc:
+        written = write()
+    except refused as exc:
         return fail(str(exc))
     except OSError as exc:
-        return _write_failed(args.dir, exc, "lower --files or --scale")
+        return _write_failed(args.dir, exc, smaller)
     if wants_json(args):
         emit_json(written)
     else:
-        scaled = (f", samples scaled to {args.scale:g} of {workload.sample_bytes:,} bytes: the feed result will "
-                  "say its samples are smaller than the workload's" if args.scale != 1.0 else "")
-        print(f"wrote {written['files']} {args.workload} {written['format']} files of "
-              f"{written['samples_per_file']} sample(s) x {written['sample_bytes']:,} bytes "
-              f"({written['bytes'] / 1e6:,.1f} MB) to {written['dir']}{scaled}")
+        print(text(written))
     return EXIT_OK
+
+
+def _samples_text(written: dict[str, Any]) -> str:
+    shape = "x".join(map(str, written["input"]["sample_shape"]))
+    return (f"wrote {written['files']} {written['format']} files ({written['bytes'] / 1e6:.1f} MB, "
+            f"{written['input']['name']} {shape} {written['input']['dtype']}) to {written['dir']}")
 
 
 def _write_failed(directory: str, exc: OSError, smaller: str) -> int:

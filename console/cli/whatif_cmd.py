@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from console.cli.arguments import history_failure
@@ -55,20 +56,12 @@ def main(args: argparse.Namespace) -> int:
                 report, problem = _ranks_projection(store, run, args)
                 if problem:
                     return fail(problem)
-                if wants_json(args):
-                    emit_json(report)
-                else:
-                    _print_ranks(report)
-                return EXIT_OK
+                return _answer(args, report, _print_ranks)
             if getattr(args, "storage_onto", None):
                 report, problem = _storage_projection(store, run, args.storage_onto)
                 if problem:
                     return fail(problem)
-                if wants_json(args):
-                    emit_json(report)
-                else:
-                    _print_storage(report)
-                return EXIT_OK
+                return _answer(args, report, _print_storage)
             ops = store.ops(run["run_id"])
             profile = (run.get("summary") or {}).get("profile")
             if not ops or not profile:
@@ -86,10 +79,15 @@ def main(args: argparse.Namespace) -> int:
             damage.print_skipped(store)  # a damaged run could have been the measured counterpart: say so
     except HistoryError as exc:  # an id prefix too short or ambiguous: 2, like an unknown id
         return history_failure(exc)
+    return _answer(args, report, _print)
+
+
+def _answer(args: argparse.Namespace, report: dict[str, Any], print_text: Callable[[dict[str, Any]], None]) -> int:
+    """Every projection answers the same way: the report as JSON with --json, else as text."""
     if wants_json(args):
         emit_json(report)
     else:
-        _print(report)
+        print_text(report)
     return EXIT_OK
 
 

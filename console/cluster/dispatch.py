@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from console.cluster import ClusterError, auth, facts, registry, short_key
-from console.run.runner import Outcome
+from console.run.runner import Outcome, RunHandle
 
 RUN_RESOURCE = "labconsole_run"  # one slot per node (node start declares it): measured runs never share a node
 SCHEDULE_TIMEOUT_S = 60.0
@@ -30,7 +30,7 @@ _POLL_S = 0.05
 _task = None
 
 
-class RemoteRun:
+class RemoteRun(RunHandle):
     """Start with start(); events, samples and the outcome arrive on a reader thread, as with WorkerRun."""
 
     # ---- Public API
@@ -41,10 +41,11 @@ class RemoteRun:
                  on_node: Callable[[dict[str, Any]], None] | None = None, telemetry_hz: float | None = 10.0,
                  schedule_timeout_s: float = SCHEDULE_TIMEOUT_S, silence_timeout_s: float = SILENCE_TIMEOUT_S,
                  run_id: str | None = None, send_model: bool = False):
+        super().__init__(on_end)
         self.spec = spec
         self.address = address
         self.selector = facts.selector_for(spec.to_dict(), on)
-        self._on_event, self._on_end = on_event, on_end
+        self._on_event = on_event
         self._on_samples = on_samples or (lambda rows: None)
         self._on_sources = on_sources or (lambda sources: None)
         self._on_node = on_node or (lambda node: None)
@@ -53,11 +54,8 @@ class RemoteRun:
         self._silence_timeout = silence_timeout_s
         self._run_id = run_id
         self._send_model = send_model  # the model file travels by content hash (console.cluster.model_transfer)
-        self._phase: str | None = None
         self._cancel_at: float | None = None
         self._offset_ns = 0
-        self._outcome: Outcome | None = None
-        self._done = threading.Event()
         self.pid: int | None = None  # a local pid to watch: none, the run is elsewhere
         self.node: dict[str, Any] | None = None  # the node's facts, from its first batch
         self.stream_delays_ns: list[int] = []  # per batch: arrival here − sent there (node → console latency)
@@ -69,14 +67,6 @@ class RemoteRun:
     def cancel(self) -> None:
         if self._cancel_at is None and not self._done.is_set():
             self._cancel_at = time.monotonic()
-
-    def wait(self, timeout: float | None = None) -> Outcome | None:
-        self._done.wait(timeout)
-        return self._outcome
-
-    @property
-    def phase(self) -> str | None:
-        return self._phase
 
     # ---- Private API
     def _pump(self) -> None:
@@ -93,11 +83,7 @@ class RemoteRun:
         finally:
             if ray is not None and self._run_id:
                 registry.delete(ray, self._run_id)
-        self._outcome = outcome
-        try:
-            self._on_end(outcome)
-        finally:
-            self._done.set()
+        self._end(outcome)
 
     def _drive(self, ray: Any) -> Outcome:
         nodes = alive_nodes(ray)

@@ -110,11 +110,11 @@ class Config:
 
 
 @dataclass(frozen=True)
-class RunItem:
+class _Item:
+    """What every playlist item has: its place and name, which every message about it names."""
+
     number: int  # 1-based position in the playlist
     name: str
-    config: Config
-    kind: str = field(default="run", init=False)
 
     @property
     def where(self) -> str:
@@ -122,18 +122,18 @@ class RunItem:
 
 
 @dataclass(frozen=True)
-class RaceItem:
-    number: int
-    name: str
+class RunItem(_Item):
+    config: Config
+    kind: str = field(default="run", init=False)
+
+
+@dataclass(frozen=True)
+class RaceItem(_Item):
     a: Config
     b: Config
     both: Mapping[str, Any]
     rounds: int = DEFAULT_ROUNDS
     kind: str = field(default="race", init=False)
-
-    @property
-    def where(self) -> str:
-        return _where(self.number, self.name)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,10 @@ class Block:
     svg: str = ""
     emphasis: list[str] = field(default_factory=list)  # per table row: "" | "good" | "bad" (a verdict's colour)
 
+    def emphasised_rows(self) -> list[tuple[list[str], str]]:
+        """Each table row with its emphasis: "" for a row past the end of `emphasis` (it may be shorter)."""
+        return [(row, self.emphasis[index] if index < len(self.emphasis) else "") for index, row in enumerate(self.rows)]
+
 
 # ---- Public API
 def build(report: Report) -> list[Block]:

@@ -40,25 +40,25 @@ def render(blocks: list[Block]) -> str:
 
 
 # ---- Private API
+_TEXT_TAGS = {  # the blocks that are one escaped text, by kind
+    "title": "<h1>{}</h1>",
+    "heading": "<h2>{}</h2>",
+    "finding": '<p class="finding">{}</p>',
+    "note": '<p class="note">{}</p>',
+    "code": "<pre>{}</pre>",
+}
+
+
 def _block(block: Block) -> str:
     text = escape(block.text)
-    if block.kind == "title":
-        return f"<h1>{text}</h1>"
-    if block.kind == "heading":
-        return f"<h2>{text}</h2>"
-    if block.kind == "finding":
-        return f'<p class="finding">{text}</p>'
-    if block.kind == "note":
-        return f'<p class="note">{text}</p>'
-    if block.kind == "code":
-        return f"<pre>{text}</pre>"
+    if block.kind in _TEXT_TAGS:
+        return _TEXT_TAGS[block.kind].format(text)
     if block.kind == "figure":
-        return f'<figure aria-label="{escape(block.text)}">{block.svg}</figure>'  # svg text escaped where made
+        return f'<figure aria-label="{text}">{block.svg}</figure>'  # svg text escaped where made
     if block.kind == "table":
         head = "".join(f"<th>{escape(h)}</th>" for h in block.headers)
         rows = []
-        for index, row in enumerate(block.rows):
-            emphasis = block.emphasis[index] if index < len(block.emphasis) else ""
+        for row, emphasis in block.emphasised_rows():
             css = f' class="{emphasis}"' if emphasis else ""
             rows.append(f"<tr{css}>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>")
         return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

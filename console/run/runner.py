@@ -41,7 +41,34 @@ class Outcome:
     exitcode: int | None = None
 
 
-class WorkerRun:
+class RunHandle:
+    """What RunSession holds of any run, a local worker (WorkerRun) or one on a cluster node
+    (console.cluster.dispatch.RemoteRun): the phase it is in, and its outcome once it has ended, which is handed
+    to `on_end` once, on the run's reader thread, before wait() returns it."""
+
+    def __init__(self, on_end: Callable[[Outcome], None]):
+        self._on_end = on_end
+        self._phase: str | None = None
+        self._outcome: Outcome | None = None
+        self._done = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> Outcome | None:
+        self._done.wait(timeout)
+        return self._outcome
+
+    @property
+    def phase(self) -> str | None:
+        return self._phase
+
+    def _end(self, outcome: Outcome) -> None:
+        self._outcome = outcome
+        try:
+            self._on_end(outcome)
+        finally:
+            self._done.set()
+
+
+class WorkerRun(RunHandle):
     """One worker process for one spec. Events and the final outcome are delivered on the reader thread."""
 
     # ---- Public API
@@ -53,18 +80,15 @@ class WorkerRun:
         only); `start_kind` then says warm or warming instead of cold. `partition`: a console.run.partition.Partition;
         the worker is moved to its worker cores right after it is spawned (or taken from the pool), and
         `placement` says how that went."""
+        super().__init__(on_end)
         self.spec = spec
         self._partition = partition
         self.placement: dict[str, Any] | None = None
         self._pool = pool if entry is worker_main else None
         self.start_kind = "cold"
         self._on_event = on_event
-        self._on_end = on_end
         self._entry = entry
-        self._phase: str | None = None
         self._cancel_at: float | None = None
-        self._outcome: Outcome | None = None
-        self._done = threading.Event()
         self._lock = threading.Lock()
         self.pid: int | None = None
         self._sandbox: dict[str, Any] | None = None  # the worker's sandbox (hello); its folder goes at the end
@@ -113,14 +137,6 @@ class WorkerRun:
             self._conn.send({"cmd": "cancel"})
         except (OSError, ValueError):
             pass
-
-    def wait(self, timeout: float | None = None) -> Outcome | None:
-        self._done.wait(timeout)
-        return self._outcome
-
-    @property
-    def phase(self) -> str | None:
-        return self._phase
 
     # ---- Private API
     def _pump(self) -> None:
@@ -235,11 +251,7 @@ class WorkerRun:
             self._conn.close()
         except OSError:
             pass
-        self._outcome = outcome
-        try:
-            self._on_end(outcome)
-        finally:
-            self._done.set()
+        self._end(outcome)
 
 
 @atexit.register  # registered after multiprocessing's own exit hook, so it runs before it (atexit is LIFO)

@@ -6,7 +6,7 @@ the history; a label computed two ways would not match across them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from console.sweep.axes import AXES
@@ -14,30 +14,26 @@ from console.sweep.axes import AXES
 
 def point_label(point: Mapping[str, Any], axes: Sequence[str] | None = None) -> str:
     """'b4 · 2 threads · bf16' — the axes that tell points apart (all of the point's when `axes` is None)."""
-    parts = []
-    for axis in AXES:
-        if axis not in point or (axes is not None and axis not in axes):
-            continue
-        value = point[axis]
-        if axis == "batch":
-            parts.append(f"b{value}")
-        elif axis == "threads":
-            parts.append("default threads" if value is None else f"{value} thread{'s' if value != 1 else ''}")
-        elif axis == "qps":
-            parts.append(f"{show_value(value)} qps")
-        elif axis == "on":
-            parts.append(f"on {value}")
-        elif axis == "ranks":
-            parts.append(f"{value} rank{'s' if value != 1 else ''}")
-        elif axis == "bucket_mb":
-            parts.append(f"{show_value(value)} MB buckets")
-        elif axis == "grad_accum":
-            parts.append(f"accum {value}")
-        elif axis == "loader_workers":
-            parts.append(f"{value} loader{'s' if value != 1 else ''}")
-        else:
-            parts.append(str(value))
-    return " · ".join(parts)
+    return " · ".join(_AXIS_TEXT.get(axis, str)(point[axis]) for axis in AXES
+                      if axis in point and (axes is None or axis in axes))
+
+
+def _counted(noun: str) -> Callable[[Any], str]:
+    """'1 rank', '2 ranks'."""
+    return lambda value: f"{value} {noun}{'s' if value != 1 else ''}"
+
+
+_COUNTED_THREADS = _counted("thread")
+_AXIS_TEXT: dict[str, Callable[[Any], str]] = {  # an axis not named here shows its bare value
+    "batch": lambda value: f"b{value}",
+    "threads": lambda value: "default threads" if value is None else _COUNTED_THREADS(value),
+    "qps": lambda value: f"{show_value(value)} qps",
+    "on": lambda value: f"on {value}",
+    "ranks": _counted("rank"),
+    "bucket_mb": lambda value: f"{show_value(value)} MB buckets",
+    "grad_accum": lambda value: f"accum {value}",
+    "loader_workers": _counted("loader"),
+}
 
 
 def impossible_lines(impossible: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -343,25 +343,33 @@ def _absent_reason(exc: BaseException) -> str | None:
     if isinstance(exc, AttributeError):
         missing = exc.args[0] if exc.args else "function"
         return f"not in this pynvml binding ({missing}); upgrade nvidia-ml-py"
-    cls, code = type(exc).__name__, _code(exc)
-    if cls == "NVMLError_FunctionNotFound" or code == _FUNCTION_NOT_FOUND:
-        return "not in this NVIDIA driver (NVML function not found); a newer driver has it"
-    if cls == "NVMLError_NotSupported" or code == _NOT_SUPPORTED:
-        return "not supported by this GPU or driver (NVML NotSupported)"
-    if cls == "NVMLError_NoPermission" or code == _NO_PERMISSION:
-        return "NVML refused: no permission (run as root or relax the driver's restriction)"
-    return None
+    return _known_error(exc, _ABSENT_REASONS)
 
 
 def _init_reason(exc: BaseException) -> str:
+    return _known_error(exc, _INIT_REASONS) or f"nvmlInit failed: {_err(exc)}"
+
+
+def _known_error(exc: BaseException, reasons: tuple[tuple[str, int, str], ...]) -> str | None:
+    """The reason for the first (NVML error class, its code, reason) that matches `exc`: pynvml raises a class
+    per code, but older bindings raise the plain NVMLError with only the code set."""
     cls, code = type(exc).__name__, _code(exc)
-    if cls == "NVMLError_LibraryNotFound" or code == _LIBRARY_NOT_FOUND:
-        return "NVML library (libnvidia-ml.so.1) not found: no NVIDIA driver installed on this machine"
-    if cls == "NVMLError_DriverNotLoaded" or code == _DRIVER_NOT_LOADED:
-        return "NVIDIA driver not loaded (nvidia kernel module missing)"
-    if cls == "NVMLError_NoPermission" or code == _NO_PERMISSION:
-        return "nvmlInit refused: no permission on /dev/nvidia*"
-    return f"nvmlInit failed: {_err(exc)}"
+    return next((reason for name, number, reason in reasons if cls == name or code == number), None)
+
+
+_ABSENT_REASONS = (
+    ("NVMLError_FunctionNotFound", _FUNCTION_NOT_FOUND,
+     "not in this NVIDIA driver (NVML function not found); a newer driver has it"),
+    ("NVMLError_NotSupported", _NOT_SUPPORTED, "not supported by this GPU or driver (NVML NotSupported)"),
+    ("NVMLError_NoPermission", _NO_PERMISSION,
+     "NVML refused: no permission (run as root or relax the driver's restriction)"),
+)
+_INIT_REASONS = (
+    ("NVMLError_LibraryNotFound", _LIBRARY_NOT_FOUND,
+     "NVML library (libnvidia-ml.so.1) not found: no NVIDIA driver installed on this machine"),
+    ("NVMLError_DriverNotLoaded", _DRIVER_NOT_LOADED, "NVIDIA driver not loaded (nvidia kernel module missing)"),
+    ("NVMLError_NoPermission", _NO_PERMISSION, "nvmlInit refused: no permission on /dev/nvidia*"),
+)
 
 
 _VALUE_FIELDS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")  # by NVML_VALUE_TYPE_*

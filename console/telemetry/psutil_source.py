@@ -128,12 +128,8 @@ class PsutilSource(Source):
         except Exception as exc:
             unavailable["swap.used"] = f"psutil.swap_memory() failed: {exc!r}"
 
-        try:
-            counters = psutil.disk_io_counters(perdisk=True) or {}
-        except Exception as exc:
-            counters, why = {}, f"psutil.disk_io_counters() failed: {exc!r}"
-        else:
-            why = "no block devices visible (no /proc/diskstats, e.g. in some containers)"
+        counters, why = _per_device(lambda: psutil.disk_io_counters(perdisk=True), "disk_io_counters",
+                                    "no block devices visible (no /proc/diskstats, e.g. in some containers)")
         self._disks = _whole_disks(list(counters))
         if counters and not self._disks:
             why = f"only virtual block devices visible ({', '.join(sorted(counters)[:6])}); no physical disk"
@@ -142,12 +138,8 @@ class PsutilSource(Source):
         self._disk_names = {d: (f"disk.{d}.read", f"disk.{d}.write", f"disk.{d}.read_iops",
                                 f"disk.{d}.write_iops") for d in self._disks}
 
-        try:
-            nics = psutil.net_io_counters(pernic=True) or {}
-        except Exception as exc:
-            nics, why = {}, f"psutil.net_io_counters() failed: {exc!r}"
-        else:
-            why = "no network interface visible"
+        nics, why = _per_device(lambda: psutil.net_io_counters(pernic=True), "net_io_counters",
+                                "no network interface visible")
         self._has_net = any(not is_loopback(n) for n in nics)
         if not self._has_net:
             unavailable["net.sent"] = unavailable["net.recv"] = why
@@ -427,6 +419,15 @@ def _busy_total(times) -> tuple[float, float]:
 
 def _pct(busy: float, total: float) -> float:
     return min(100.0, max(0.0, 100.0 * busy / total))
+
+
+def _per_device(read: Callable[[], dict | None], call: str, none_seen: str) -> tuple[dict, str]:
+    """psutil's per-disk or per-NIC counters, and why there would be none to show: the call `call` failed, or
+    it saw none (`none_seen`)."""
+    try:
+        return read() or {}, none_seen
+    except Exception as exc:
+        return {}, f"psutil.{call}() failed: {exc!r}"
 
 
 def _whole_disks(names: list[str], sys_block: str = "/sys/block") -> list[str]:

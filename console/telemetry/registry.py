@@ -99,16 +99,25 @@ def describe_sources(names: list[str] | None = None) -> list[dict[str, Any]]:
     """
     out = []
     for name in check_names(names):
-        try:
-            source = load_source_class(name)()
-        except Exception as exc:
-            out.append({"name": name, "available": False, "reason": f"cannot load: {exc!r}",
-                        "metrics": [], "unavailable_metrics": {}})
-            continue
-        _, desc = open_source(source)
-        try:
-            source.close()
-        except Exception:
-            pass
+        source, desc = load_and_open(name)
+        if source is not None:
+            try:
+                source.close()
+            except Exception:
+                pass
         out.append(desc)
     return out
+
+
+def load_and_open(name: str, tick_ns: int | None = None) -> tuple[Source | None, dict[str, Any]]:
+    """Load the named source, give it the sampler's tick, open and describe it: (source, description). The
+    source is None, and the description says why, when its module cannot be imported or its class not built.
+    Never raises; a source that loaded is the caller's to close, usable or not."""
+    try:
+        source = load_source_class(name)()
+    except Exception as exc:
+        return None, {"name": name, "available": False, "reason": f"cannot load: {exc!r}",
+                      "metrics": [], "unavailable_metrics": {}}
+    if tick_ns is not None:
+        source.tick_ns = tick_ns
+    return source, open_source(source)[1]

@@ -46,7 +46,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .base import Sample, Source
-from .registry import check_names, describe, load_source_class, open_source
+from .registry import check_names, describe, load_and_open
 
 log = logging.getLogger(__name__)
 
@@ -74,18 +74,11 @@ def _open_all(names: list[str] | None, tick_ns: int = 100_000_000) -> tuple[list
     active: list[Source] = []
     described: list[dict[str, Any]] = []
     for name in check_names(names):
-        try:
-            source = load_source_class(name)()
-        except Exception as exc:
-            described.append({"name": name, "available": False, "reason": f"cannot load: {exc!r}",
-                              "metrics": [], "unavailable_metrics": {}})
-            continue
-        source.tick_ns = tick_ns
-        ok, desc = open_source(source)
+        source, desc = load_and_open(name, tick_ns)
         described.append(desc)
-        if ok:
+        if source is not None and desc["available"]:
             active.append(source)
-        else:
+        elif source is not None:
             _close_quietly(source)
     return active, described
 

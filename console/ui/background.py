@@ -13,9 +13,15 @@ class BackgroundCall(QtCore.QObject):
     sig_done = QtCore.Signal(object)  # the result, on the GUI thread
     sig_failed = QtCore.Signal(str)  # "ExceptionType: message", on the GUI thread
 
-    def __init__(self, parent: QtCore.QObject | None = None):
+    def __init__(self, parent: QtCore.QObject | None = None, done: Callable[[Any], None] | None = None,
+                 failed: Callable[[str], None] | None = None):
+        """`done` and `failed`, when given, are connected to sig_done and sig_failed."""
         super().__init__(parent)
         self._stopped = False
+        if done is not None:
+            self.sig_done.connect(done)
+        if failed is not None:
+            self.sig_failed.connect(failed)
 
     def start(self, function: Callable[..., Any], *args: Any) -> None:
         threading.Thread(target=self._call, args=(function, args), name="background-call", daemon=True).start()

@@ -22,7 +22,7 @@ from console.machine.cards import default_storage_dir, latest_cards, measure
 from console.machine.table import view_columns
 from console.ui.background import BackgroundCall
 from console.ui.pages import PageContext
-from console.ui.workspace import MACHINE, Busy
+from console.ui.workspace import MACHINE
 from widgets.doctor_view import DoctorView
 from widgets.machine_card_view import MachineCardView
 
@@ -123,17 +123,13 @@ class MachinePage(QtWidgets.QWidget):
         if not directory:
             self.progress.setText("Choose a storage directory first (its sequential read is part of the card).")
             return
-        try:
-            self._workspace.claim(MACHINE)  # a run or sweep now would disturb the ceilings, and the reverse
-        except Busy as exc:
-            self.progress.setText(str(exc))
+        # a run or sweep now would disturb the ceilings, and the reverse
+        if not self._workspace.claim_or_say(MACHINE, self.progress.setText):
             return
         self.measure_button.setEnabled(False)
         self._started = time.monotonic()
         self.progress.setText(f"Measuring {target}: starting a worker…")
-        self._call = BackgroundCall(self)
-        self._call.sig_done.connect(self._measured)
-        self._call.sig_failed.connect(self._failed)
+        self._call = BackgroundCall(self, self._measured, self._failed)
         self._call.start(self._measure_card, target, directory, 5, False, self.sig_progress.emit)
 
     @property
@@ -153,9 +149,7 @@ class MachinePage(QtWidgets.QWidget):
             return False
         self.check_button.setEnabled(False)
         self.doctor.set_message("Checking what adds noise on this machine…")
-        self._doctor_call = BackgroundCall(self)
-        self._doctor_call.sig_done.connect(self._diagnosed)
-        self._doctor_call.sig_failed.connect(self._diagnosis_failed)
+        self._doctor_call = BackgroundCall(self, self._diagnosed, self._diagnosis_failed)
         self._doctor_call.start(self._diagnose)
         return True
 

@@ -125,25 +125,26 @@ class _Flow:
         self.y += height + GAP
 
 
+_QT_TEXT_TAGS = {  # the blocks that are one escaped text, by kind, in the tags and sizes QTextDocument lays out
+    "title": '<p style="font-size:18pt; font-weight:bold;">{}</p>',
+    "heading": '<p style="font-size:12.5pt; font-weight:bold; margin-top:6px;">{}</p>',
+    "finding": ('<table width="100%" cellpadding="8" style="background-color:#f3f7fc;"><tr>'
+                '<td style="font-size:12.5pt;">{}</td></tr></table>'),
+    "note": '<p style="color:#666666; font-size:7.5pt;">{}</p>',
+    "code": '<pre style="font-size:7pt; background-color:#f6f6f6;">{}</pre>',
+}
+
+
 def _qt_html(block: document.Block) -> str:
     """A block in the HTML subset QTextDocument lays out (its own tags, sizes in pt)."""
     text = escape(block.text)
-    if block.kind == "title":
-        return f'<p style="font-size:18pt; font-weight:bold;">{text}</p>'
-    if block.kind == "heading":
-        return f'<p style="font-size:12.5pt; font-weight:bold; margin-top:6px;">{text}</p>'
-    if block.kind == "finding":
-        return (f'<table width="100%" cellpadding="8" style="background-color:#f3f7fc;"><tr>'
-                f'<td style="font-size:12.5pt;">{text}</td></tr></table>')
-    if block.kind == "note":
-        return f'<p style="color:#666666; font-size:7.5pt;">{text}</p>'
-    if block.kind == "code":
-        return f'<pre style="font-size:7pt; background-color:#f6f6f6;">{text}</pre>'
+    if block.kind in _QT_TEXT_TAGS:
+        return _QT_TEXT_TAGS[block.kind].format(text)
     if block.kind == "table":
         head = "".join(f'<th align="left" bgcolor="#f0f0f0">{escape(h)}</th>' for h in block.headers)
         rows = []
-        for index, row in enumerate(block.rows):
-            colour = EMPHASIS.get(block.emphasis[index] if index < len(block.emphasis) else "", "")
+        for row, emphasis in block.emphasised_rows():
+            colour = EMPHASIS.get(emphasis, "")
             css = f' bgcolor="{colour}"' if colour else ""
             rows.append(f"<tr{css}>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>")
         return (f'<table width="100%" border="1" cellspacing="0" cellpadding="3" '

@@ -21,7 +21,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from console.ui.pages import PageContext
 from console.ui.storage_form import FormError, StorageForm
-from console.ui.workspace import STORAGE, Busy
+from console.ui.workspace import STORAGE
 from widgets import theme
 
 KINDS = ("feed", "sweep", "checkpoint", "coldstart")
@@ -322,10 +322,7 @@ class StoragePage(QtWidgets.QWidget):
         except FormError as exc:
             tab.progress_text.setText(f"Not started: {exc}")
             return False
-        try:
-            self._workspace.claim(STORAGE)
-        except Busy as exc:
-            tab.progress_text.setText(str(exc))
+        if not self._workspace.claim_or_say(STORAGE, tab.progress_text.setText):
             return False
         self._settings.save_storage_form(kind, tab.form.values())
         self._running, self._started, self._t0_ns = kind, time.monotonic(), time.monotonic_ns()

@@ -92,9 +92,7 @@ class TopologyPage(QtWidgets.QWidget):
         self._discovered_once = True
         self.refresh_button.setEnabled(False)
         self.source.setText("Discovering this machine's topology (sysfs, /proc)…")
-        self._call = BackgroundCall(self)
-        self._call.sig_done.connect(self._discovered)
-        self._call.sig_failed.connect(self._discovery_failed)
+        self._call = BackgroundCall(self, self._discovered, self._discovery_failed)
         self._call.start(self._discover)
         return True
 
@@ -174,12 +172,9 @@ class TopologyPage(QtWidgets.QWidget):
         if problem:
             self.run_progress.setText(problem)
             return False
-        from console.ui.workspace import COLLECTIVES, Busy
+        from console.ui.workspace import COLLECTIVES
 
-        try:
-            self._workspace.claim(COLLECTIVES)
-        except Busy as exc:
-            self.run_progress.setText(str(exc))
+        if not self._workspace.claim_or_say(COLLECTIVES, self.run_progress.setText):
             return False
         self._cancel = threading.Event()
         self._started = time.monotonic()
@@ -239,10 +234,7 @@ class TopologyPage(QtWidgets.QWidget):
         return tab
 
     def _collectives_tab(self) -> QtWidgets.QWidget:
-        self.ranks = QtWidgets.QSpinBox()
-        self.ranks.setRange(2, 1024)
-        self.ranks.setValue(2)
-        self.ranks.setToolTip("processes taking part (one per GPU with nccl; CPU processes with gloo)")
+        self.ranks = _spin_box(2, 1024, 2, "processes taking part (one per GPU with nccl; CPU processes with gloo)")
         self.backend = QtWidgets.QComboBox()
         self.backend.addItems(["gloo", "nccl"])
         self.backend.setToolTip("gloo: CPU processes over TCP (any machine); nccl: one process per NVIDIA GPU")
@@ -257,14 +249,9 @@ class TopologyPage(QtWidgets.QWidget):
         self.sizes = QtWidgets.QLineEdit(DEFAULT_SIZES)
         self.sizes.setToolTip("message sizes: a range doubling from the first to the last (8B..64MiB) or a list "
                               "(1KiB,1MiB)")
-        self.iters = QtWidgets.QSpinBox()
-        self.iters.setRange(1, 100000)
-        self.iters.setValue(20)
-        self.iters.setToolTip("operations timed together in one trial (nccl-tests -n); time per op = trial ÷ this")
-        self.trials = QtWidgets.QSpinBox()
-        self.trials.setRange(1, 1000)
-        self.trials.setValue(5)
-        self.trials.setToolTip("trials per size; the table and chart show their median")
+        self.iters = _spin_box(1, 100000, 20,
+                               "operations timed together in one trial (nccl-tests -n); time per op = trial ÷ this")
+        self.trials = _spin_box(1, 1000, 5, "trials per size; the table and chart show their median")
         self.where = QtWidgets.QComboBox()
         self.where.addItems(["this machine (local processes)", "lab cluster (Ray places the ranks)"])
         self.where.setToolTip("lab cluster: one rank per Ray placement-group bundle on the cluster this window "
@@ -477,3 +464,12 @@ class TopologyPage(QtWidgets.QWidget):
         for widget in (self.ranks, self.backend, self.sizes, self.iters, self.trials, self.where,
                        *self.op_boxes.values()):
             widget.setEnabled(not running)
+
+
+def _spin_box(low: int, high: int, value: int, tip: str) -> QtWidgets.QSpinBox:
+    """A whole-number option of the collectives form: its range, default and what it means."""
+    box = QtWidgets.QSpinBox()
+    box.setRange(low, high)
+    box.setValue(value)
+    box.setToolTip(tip)
+    return box

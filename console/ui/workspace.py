@@ -152,6 +152,15 @@ class Workspace:
             self._refuse_if_busy(kind)
             self._measuring = kind
 
+    def claim_or_say(self, kind: str, say: Callable[[str], None]) -> bool:
+        """claim(kind), or False after handing Busy's reason to `say` (where the page shows why it did not start)."""
+        try:
+            self.claim(kind)
+        except Busy as exc:
+            say(str(exc))
+            return False
+        return True
+
     def release(self, kind: str) -> None:
         """`kind` stopped measuring (a no-op if it did not hold the state)."""
         with self._lock:
