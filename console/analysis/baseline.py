@@ -34,12 +34,6 @@ def verdict(run: dict[str, Any], run_latency_ns: np.ndarray, baseline: dict[str,
     return block
 
 
-def against_stored_baseline(reader: Any, run: dict[str, Any], run_latency_ns: np.ndarray) -> dict[str, Any] | None:
-    """The verdict against the baseline stored for the run's configuration; None when it has none (or is it)."""
-    stored = stored_baseline(reader, run)
-    return verdict(run, run_latency_ns, *stored) if stored is not None else None
-
-
 def stored_baseline(reader: Any, run: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray] | None:
     """The baseline run stored for the run's configuration and its latencies, from `reader` (a history reader the
     caller opened); None when it has none (or is it)."""

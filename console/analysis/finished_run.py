@@ -169,7 +169,7 @@ def failed_storing(summary: dict[str, Any], lost: dict[str, Any], status: str,
                    message: str | None) -> tuple[str, str]:
     """A run whose data did not all reach the history is `failed`, whatever the worker said; the summary
     (computed from everything measured) stays, and says how much the history lacks."""
-    summary["storage"] = lost
+    summary["stored"] = lost
     summary["notes"].insert(0, lost["message"])
     if status == "failed" and message:
         return "failed", f"{message}; {lost['message']}"
@@ -192,7 +192,7 @@ def interrupted_summary(spec: dict[str, Any], t_ns: np.ndarray, latency_ns: np.n
     summary["valid"] = False
     summary["invalid_reasons"] = [reason, *summary["invalid_reasons"]]
     summary["notes"].insert(0, f"{reason['detail']} — {reason['fix']}")
-    summary["storage"] = {
+    summary["stored"] = {
         "complete": False, "stored_iterations": stored, "missing_iterations": None,
         "missing": "whatever the run measured after its last commit (up to about a second); its load time, "
                    "first inference and telemetry summary were never stored",

@@ -2,7 +2,8 @@
 
 What it says is what the summary card says, in the same honesty: a figure that was not measured is "—" or "not
 available (why)", never 0; each figure carries its unit and, for percentiles, its 95% interval; the verdict is
-VALID or INVALID with each failed rule and its fix; energy names its method, and an estimate says "estimated" in
+VALID or INVALID with each failed rule and its fix; what the load scenario reported, each figure with the caption,
+unit and format the scenario declares on its registration (engines.figures), as the card shows them; energy names its method, and an estimate says "estimated" in
 so many words; the verdict against the configuration's baseline when there is one; and the command that runs it
 again (``console.spec.reproduce``).
 
@@ -26,6 +27,8 @@ from console.analysis import kv_offload
 from console.analysis.stability_text import noise_text, stability_line
 from console.analysis.validity_text import rules_judged
 from console.spec import reproduce
+from engines import scenarios
+from engines.figures import NOTES
 
 __all__ = ["MISSING", "escape", "run_markdown", "title_line"]
 
@@ -65,8 +68,10 @@ def run_markdown(run: Mapping[str, Any]) -> str:
     problem = run.get("error") or (run.get("message") if run.get("status") in ("failed", "interrupted") else None)
     if problem:
         lines += [f"**{escape(str(run.get('status') or 'failed')).capitalize()}:** {escape(str(problem))}", ""]
+    scenario = spec.get("scenario") if isinstance(spec.get("scenario"), str) else None
     lines += _table(summary)
-    lines += [""] + _validity(summary, spec.get("scenario") if isinstance(spec.get("scenario"), str) else None)
+    lines += _scenario_figures(scenario or run.get("scenario"), summary.get("scenario"))
+    lines += [""] + _validity(summary, scenario)
     kv = kv_offload.block_of(summary)  # generate --kv-offload: the KV cache on storage and its judgement
     if kv:
         lines += ["", "**KV cache on storage:**"] + [f"- {escape(line)}" for line in kv_offload.lines(kv)]
@@ -161,6 +166,22 @@ def _table(summary: Mapping[str, Any]) -> list[str]:
     for caption, text in _energy_rows(summary):
         rows.append(f"| {caption} | {text} | {MISSING} |")
     return rows
+
+
+def _scenario_figures(name: Any, reported: Any) -> list[str]:
+    """The figures the load scenario reported, as its registration declares them (engines.scenarios.figures_of),
+    and its notes; nothing when it reported none."""
+    if not isinstance(reported, Mapping):
+        return []
+    rows = scenarios.figures_of(name if isinstance(name, str) else None).rows(reported)
+    notes = [str(reported[key]) for key in NOTES if reported.get(key)]
+    if not rows and not notes:
+        return []
+    lines = ["", f"**{escape(str(name)) + ' scenario' if isinstance(name, str) and name else 'Scenario'}:**"]
+    if rows:
+        lines += ["", "| Figure | Value |", "| :-- | --: |"]
+        lines += [f"| {escape(figure.caption)} | {escape(figure.text(value, _number))} |" for figure, value in rows]
+    return lines + ([""] + [f"- {escape(note)}" for note in notes] if notes else [])
 
 
 def _withheld(summary: Mapping[str, Any], percentile: str) -> str:

@@ -93,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, previous)
         writer.close()
     report = _run_report(record, spec)
-    report.update(_analysis(record, spec, card, card_note))
+    report.update(_analysis(record, card, card_note))
     report["repeats"] = _repeats(record, report.get("bottleneck"), args)
     trace_failed = False
     if trace is not None:
@@ -129,7 +129,7 @@ def _ranks_on_cluster(spec, address: str) -> Any:
     return place_ranks(spec, address)
 
 
-def _analysis(record: dict[str, Any], spec, card: dict[str, Any] | None, card_note: str) -> dict[str, Any]:
+def _analysis(record: dict[str, Any], card: dict[str, Any] | None, card_note: str) -> dict[str, Any]:
     """ops (with efficiency and bound where a machine card gives roofs), profile, machine, bottleneck (the one
     stored with the run)."""
     from console.analysis.finished_run import analysis_verdict, op_table

@@ -196,7 +196,7 @@ def _run_report(record: dict[str, Any], spec) -> dict[str, Any]:
         "baseline": _baseline(summary.get("baseline")),
         "details": (record.get("environment") or {}).get("engine", {}),
         "node": _node((record.get("environment") or {}).get("node")),
-        "storage": summary.get("storage"),  # set when the history lacks part of the run (then status is failed)
+        "storage": summary.get("stored"),  # set when the history lacks part of the run (then status is failed)
         "partition": summary.get("partition"),  # worker and console CPUs, or not confined (why)
         "console_cpu": summary.get("console_cpu"),  # the console's own CPU while measuring
         "until_stable": summary.get("until_stable"),  # windows taken and the spread it ended with (--until-stable)

@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from console.cluster import auth
+
 
 def node_answers(ray: Any, refs: dict[str, Any], timeout_s: float, take: Callable[[Any], dict[str, Any]],
                  failed: Callable[[Exception], str], late: str = "") -> dict[str, dict[str, Any]]:
     """node id → `take(answer)`, or {"error": why}: a node that did not answer within `timeout_s` (its task
-    cancelled; `late` adds the likely reason), or whose task raised (`failed(exc)` says it). One node's failure
-    is its own entry, never the fleet's."""
+    cancelled; `late` adds the likely reason), or whose task raised (`failed(exc)` says it, credentials stripped by
+    console.cluster.auth.redact: the listing and the topology show these). One node's failure is its own entry,
+    never the fleet's."""
     ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout_s) if refs else ([], [])
     ready_set = set(ready)
     out: dict[str, dict[str, Any]] = {}
@@ -23,5 +26,5 @@ def node_answers(ray: Any, refs: dict[str, Any], timeout_s: float, take: Callabl
         try:
             out[node_id] = take(ray.get(ref))
         except Exception as exc:  # noqa: BLE001 — one node's failure is that node's entry, not the fleet's
-            out[node_id] = {"error": failed(exc)}
+            out[node_id] = {"error": auth.redact(failed(exc))}
     return out

@@ -9,12 +9,19 @@ never printed, logged or stored in the history: messages name where it was found
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 
 from console.cluster import ClusterError
 
 MODE_ENV, TOKEN_ENV, PATH_ENV = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"
+# user:password@ in an address (redis://admin:pw@host, https://user:pw@host); the host stays, it says where
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^\s/@:]+:[^\s/]*@")
+# token=..., password: ..., Authorization: Bearer ... (the name stays, it says what was hidden)
+_SECRET_FIELD = re.compile(r"(?i)(?P<name>\b(?:[a-z_]*token|password|passwd|secret|api[_-]?key)\b[\"']?\s*[=:]\s*"
+                           r"(?:bearer\s+)?)[\"']?[^\s\"',;&]+[\"']?")
+_BEARER = re.compile(r"(?i)\b(?P<name>bearer\s+)[A-Za-z0-9._~+/=-]+")
 
 
 # ---- Public API
@@ -66,9 +73,16 @@ def create_token() -> Path:
 
 
 def redact(text: str) -> str:
-    """`text` with the token, if it appears in it, replaced by ***: for messages that quote Ray's errors."""
+    """`text` without credentials, for messages that quote Ray's (or a node's) errors: the lab token wherever it
+    appears, the user:password of an address, and the value of a token=/password=/secret=/api_key= field or a
+    Bearer header, each replaced by ***. Every cluster message shown or stored passes through here (the listing's
+    and the topology's node errors through console.cluster.answers.node_answers)."""
     token = _token_value()
-    return text.replace(token, "***") if token and token in text else text
+    if token and token in text:
+        text = text.replace(token, "***")
+    text = _USERINFO.sub(r"\g<scheme>***@", text)
+    text = _SECRET_FIELD.sub(r"\g<name>***", text)
+    return _BEARER.sub(r"\g<name>***", text)
 
 
 # ---- Private API

@@ -18,7 +18,6 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from console.cluster import auth
 from console.cluster.answers import node_answers
 
 GATHER_TIMEOUT_S = 60.0
@@ -84,7 +83,7 @@ def _ask_nodes(ray: Any, nodes: list[dict[str, Any]], timeout_s: float,
     refs = {node["node_id"]: _remote(ray).options(
         scheduling_strategy=NodeAffinitySchedulingStrategy(node["node_id"], soft=False)).remote(discover)
         for node in nodes}
-    return node_answers(ray, refs, timeout_s, lambda answer: answer, lambda exc: auth.redact(_cause(exc)),
+    return node_answers(ray, refs, timeout_s, lambda answer: answer, _cause,
                         late=" (busy, or its discovery hung)")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from console.history import damage, schema, v4_upgrade
+from console.history.summary_shapes import read_summary
 
 MIN_PREFIX = 4
 _FACTS = ", ".join(f"f.{c}" for c in ("fingerprint", "configuration", "tags", "note", "precision",
@@ -55,8 +56,12 @@ def filtered(select: str, limit: int | None, status: str | None, filters: dict[s
 
 
 def decode_run(row: dict[str, Any]) -> dict[str, Any]:
-    """Strictly, through console.history.damage: a damaged column is None and listed in row["damaged"]."""
-    return damage.decode_run(row)
+    """Strictly, through console.history.damage: a damaged column is None and listed in row["damaged"]; a summary
+    stored in an older shape is read in today's (console.history.summary_shapes)."""
+    run = damage.decode_run(row)
+    if "summary" in run:
+        run["summary"] = read_summary(run["summary"])
+    return run
 
 
 def decode_sweep(row: dict[str, Any]) -> dict[str, Any]:

@@ -169,7 +169,12 @@ class SweepPage(QtWidgets.QWidget):
         self.sig_running.emit(running)
 
     def reload(self) -> None:
-        """Refill the list of past sweeps from the history."""
+        """Refill the list of past sweeps from the history and let go of what of the open sweep is gone (runs are
+        deleted, and a sweep with its last one: the History page's Delete links here, console.ui.pages)."""
+        self._refill_list()
+        self._forget_deleted()
+
+    def _refill_list(self) -> None:
         if self._store is None:
             return
         try:
@@ -224,6 +229,29 @@ class SweepPage(QtWidgets.QWidget):
         self.knee_label.setToolTip(record.get("knee_rule", ""))
 
     # ---- Private API
+    def _forget_deleted(self) -> None:
+        """The open sweep read again when runs it showed were deleted (the rest shown), cleared when the sweep
+        itself is gone; a sweep running now is left alone (its runs are being stored)."""
+        if self._store is None or self.record is None or self.running:
+            return
+        sweep_id = self.record["sweep_id"]
+        try:
+            sweep = self._store.get_sweep(sweep_id)
+            runs = self._store.runs_of_sweep(sweep_id) if sweep else []
+        except HistoryError as exc:
+            self.sig_error.emit(str(exc))
+            return
+        if sweep is None:
+            self.record, self._points = None, []
+            self.table.show_points([], [])
+            self.chart.clear()
+            self.knee_label.setText(f"Sweep {sweep_id[:8]} is no longer in the history: its runs were deleted.")
+            self.knee_label.setToolTip("")
+            return
+        shown = {p.get("run_id") for p in self.record["points"] if p.get("run_id")}
+        if shown - {run["run_id"] for run in runs}:  # some of the runs shown were deleted: show the rest
+            self.show_record(record_from_history(sweep, runs))
+
     def _trusted(self, base: dict[str, Any]) -> bool:
         """A model file that is code runs only if the user says yes (the Run page's question): then every point
         of this sweep trusts it (`trust_code` in the base, this sweep only); No starts nothing."""
@@ -443,12 +471,12 @@ class SweepPage(QtWidgets.QWidget):
             self.progress_label.setText(f"Sweep {record['sweep_id'][:8]} {record['status']}.")
             self.show_record(record)
             self._finish()
-            self.reload()
+            self._refill_list()  # the record just shown is this sweep's own: nothing of it was deleted
             self.sig_sweep_finished.emit(record)
         elif kind == "sweep_error":
             self._refuse(f"The sweep stopped: {event['message']}")
             self._finish()
-            self.reload()
+            self._refill_list()
 
     def _finish(self) -> None:
         if self._thread is not None:

@@ -35,13 +35,13 @@ def clock(qapp):
 def set_data_calls(monkeypatch):
     """Every setData a live plot's curve gets: (curve, number of points)."""
     calls: list[tuple[object, int]] = []
-    original = live_plot._FedCurve.setData
+    original = live_plot.FedCurve.setData
 
     def counting(self, *args, **kwargs):
         calls.append((self, len(args[0]) if args else 0))
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(live_plot._FedCurve, "setData", counting)
+    monkeypatch.setattr(live_plot.FedCurve, "setData", counting)
     return calls
 
 

@@ -67,6 +67,9 @@ def test_a_new_scenarios_own_figures_reach_the_card_the_json_and_a_report(qtbot,
         assert card.scenario_text("full_bursts") == "100%"  # its declared format
         captions = {label.text() for label in card.findChildren(QtWidgets.QLabel)}
         assert {"Calls per burst", "Bursts completed"} <= captions
+        markdown = page.copy_markdown()  # Copy as Markdown: the same figures, as declared
+        assert "**bursts scenario:**" in markdown
+        assert "| Calls per burst | 4 calls |" in markdown and "| Bursts completed | 100% |" in markdown
         report = gather(store, [run_id])
     tables = [b for b in document.build(report) if b.kind == "table" and b.headers == ["Figure", "Value"]]
     assert [["Calls per burst", "4 calls"], ["Bursts completed", "100%"]] in [t.rows for t in tables]
@@ -88,6 +91,8 @@ def test_the_run_page_shows_a_finished_runs_scenario_figures_as_declared(qtbot, 
                  "summary": run["summary"]})
     assert page.summary.scenario_text("calls_per_burst") == "4 calls"
     assert page.summary.scenario_text("full_bursts") == "100%"
+    markdown = page.copy_markdown()
+    assert "| Calls per burst | 4 calls |" in markdown and "| Bursts completed | 100% |" in markdown
 
 
 def test_undeclared_values_are_listed_under_their_own_name_and_detail_is_not():

@@ -75,10 +75,12 @@ def test_a_run_against_its_baseline(tmp_path):
         store.set_baseline(first)
         slower = store.get_run(_series_run(store, 2.0, scale=1.3))
         same = store.get_run(_series_run(store, 2.0))
-        block = baseline.against_stored_baseline(store, slower, store.latencies(slower["run_id"])[1])
+        # what the finished-run record does (console.analysis.finished_run._add_baseline): the stored baseline,
+        # then the verdict against it
+        block = baseline.verdict(slower, store.latencies(slower["run_id"])[1], *baseline.stored_baseline(store, slower))
         assert block["run_id"] == first and block["verdict"] == "slower" and block["ratio"] > 1.2
         assert block["ci95"][0] > 1.02 and block["p_value"] < 0.01
         # the same distribution: shown equivalent (the interval inside the noise band), never slower or faster
-        assert baseline.against_stored_baseline(store, same, store.latencies(same["run_id"])[1])["verdict"] == \
-            "equivalent"
-        assert baseline.against_stored_baseline(store, store.get_run(first), np.ones(5)) is None  # it is the baseline
+        assert baseline.verdict(same, store.latencies(same["run_id"])[1],
+                                *baseline.stored_baseline(store, same))["verdict"] == "equivalent"
+        assert baseline.stored_baseline(store, store.get_run(first)) is None  # it is the baseline

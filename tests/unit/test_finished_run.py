@@ -76,7 +76,7 @@ def test_a_run_that_lost_data_fails_and_is_not_compared_with_its_baseline():
     reads = Reads(lost=lost)
     finished = finished_run.finish(measured(), context(), Outcome("completed"), reads)
     assert finished.status == "failed" and finished.message == lost["message"] == finished.error
-    assert finished.summary["storage"] is lost and finished.summary["notes"][0] == lost["message"]
+    assert finished.summary["stored"] is lost and finished.summary["notes"][0] == lost["message"]
     assert "baseline" not in reads.asked
     failed = finished_run.finish(measured(), context(), Outcome("failed", "worker crashed"), Reads(lost=lost))
     assert failed.message == f"worker crashed; {lost['message']}"
@@ -103,7 +103,7 @@ def test_an_interrupted_run_is_never_valid_and_says_what_is_missing():
     m = measured(n=100)
     summary = finished_run.interrupted_summary(SPEC, m.t_ns, m.latency_ns, 1, ValidityRules(), "2026-12-04T07:00:00Z")
     assert summary["valid"] is False and summary["invalid_reasons"][0]["rule"] == "interrupted"
-    assert summary["storage"]["complete"] is False and summary["storage"]["stored_iterations"] == 100
+    assert summary["stored"]["complete"] is False and summary["stored"]["stored_iterations"] == 100
     assert summary["notes"][0].startswith("the run was interrupted; this summary covers only the 100 iterations")
 
 
@@ -144,5 +144,6 @@ def test_the_clis_check_after_close_fails_a_run_whose_end_did_not_reach_the_file
     record = {"run_id": "r" * 32, "status": "completed", "message": "", "summary": summary}
     checked = _checked_storage(record, Writer())
     assert checked["status"] == "failed" and "1 other records" in checked["message"]
-    assert checked["summary"]["storage"]["complete"] is False and checked["summary"]["notes"][0] == checked["message"]
+    assert checked["summary"]["stored"]["complete"] is False and checked["summary"]["notes"][0] == checked["message"]
+    assert checked["summary"]["storage"] == summary["storage"]  # the finding is kept beside what the history lacks
     assert record["summary"]["notes"] == ["n"]  # the record it was given is left as it was

@@ -141,7 +141,7 @@ def test_an_interrupted_run_gets_a_summary_from_the_latencies_it_stored(db_path)
         assert summary["throughput_per_s"] == pytest.approx(700 * 2 / expected_s)
         assert summary["valid"] is False and summary["invalid_reasons"][0]["rule"] == "interrupted"
         assert "700 iterations stored" in summary["invalid_reasons"][0]["detail"]
-        assert summary["storage"]["complete"] is False and summary["storage"]["stored_iterations"] == 700
+        assert summary["stored"]["complete"] is False and summary["stored"]["stored_iterations"] == 700
         row = next(r for r in reopened.run_rows() if r["run_id"] == run_id)  # the plain columns too
         assert row["p50_ms"] == pytest.approx(summary["latency_ms"]["p50"]) and row["valid"] == 0
         assert reopened.get_run(done)["summary"] == {"iterations": 0}  # a finished run is left alone
@@ -154,4 +154,24 @@ def test_an_interrupted_run_without_latencies_still_gets_an_honest_summary(db_pa
     with HistoryStore(db_path) as reopened:
         summary = reopened.get_run(run_id)["summary"]
         assert summary["iterations"] == 0 and summary["valid"] is False
-        assert summary["storage"]["stored_iterations"] == 0
+        assert summary["stored"]["stored_iterations"] == 0
+
+
+def test_a_summary_stored_with_what_the_history_lacked_under_storage_still_reads(db_path):
+    """Before issue 24 summary["storage"] held either the findings' storage reads or what the history lacked; a
+    row stored in the old shape reads with the latter under "stored", and a storage finding stays "storage"."""
+    lacked = {"complete": False, "stored_iterations": 360, "missing_iterations": 40, "message": "40 missing"}
+    finding = {"model_read_gbs": 1.2, "storage_read_gbs": 2.0, "model_read_of_ceiling": 0.6}
+    with HistoryStore(db_path) as store:
+        old = store.create_run(SPEC)
+        store.finish_run(old, "failed", summary={"iterations": 400, "storage": dict(lacked)}, error="40 missing")
+        read = store.create_run(SPEC)
+        store.finish_run(read, "completed", summary={"iterations": 400, "storage": dict(finding)})
+        both = store.create_run(SPEC)
+        store.finish_run(both, "failed", summary={"iterations": 400, "storage": finding, "stored": lacked})
+    with HistoryStore(db_path) as store:
+        assert store.get_run(old)["summary"] == {"iterations": 400, "stored": lacked}
+        assert store.get_run(read)["summary"] == {"iterations": 400, "storage": finding}
+        assert store.get_run(both)["summary"] == {"iterations": 400, "storage": finding, "stored": lacked}
+        listed = {run["run_id"]: run["summary"] for run in store.list_runs()}
+        assert listed[old] == {"iterations": 400, "stored": lacked} and listed[read]["storage"] == finding

@@ -33,8 +33,6 @@ from widgets.live_plot.refresh_hub import paint_clock, set_quiet
 from widgets.live_plot.time_plot import UNAVAILABLE_LABEL_MAX
 from widgets.live_plot.time_series_plot import MINOR_BLOCK_PX, TimeSeriesPlot
 
-_FedCurve = FedCurve  # the name the quiet-painting tests count setData calls on
-
 __all__ = [
     "MINOR_BLOCK_PX",
     "P99_MIN_SAMPLES",
