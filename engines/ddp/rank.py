@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from engines.collectives.rank import bench_time
 from engines.ddp.plan import STEP_KEYS
 from engines.protocol import plain
 
@@ -314,18 +315,7 @@ def _probe(torch: Any, dist: Any, sizes: list[int], plan: dict[str, Any], device
     dist.barrier()
     for size in sizes:
         buffer = torch.zeros(max(1, size // 4), dtype=torch.float32, device=device)
-        for _ in range(int(probe["warmup"])):
-            dist.all_reduce(buffer)
-        sync()
-        trials = []
-        for _ in range(int(probe["trials"])):
-            dist.barrier()
-            started = time.perf_counter()
-            for _ in range(int(probe["iters"])):
-                dist.all_reduce(buffer)
-            sync()
-            trials.append((time.perf_counter() - started) / int(probe["iters"]))
-        times[str(size)] = trials
+        times[str(size)] = bench_time(lambda buffer=buffer: dist.all_reduce(buffer), dist.barrier, sync, probe)
     dist.barrier()
     return times
 
