@@ -103,12 +103,14 @@ ENTRIES: dict[str, CatalogEntry] = {
         _synthetic("synth-reduce", "reduction", "a sum over a 64 MiB tensor", {"rows": 16384, "features": 1024},
                    "memory-bandwidth-bound: one read of every byte"),
         _synthetic("synth-tiny-ops", "tiny_ops", "2000 elementwise ops on 16 numbers",
-                   {"rows": 1, "features": 16, "ops": 2000}, "host-overhead-bound: time follows `ops`, not rows × features"),
+                   {"rows": 1, "features": 16, "ops": 2000},
+                   "host-overhead-bound: time follows `ops`, not rows × features"),
         _synthetic("synth-cached", "elementwise", "the synth-stream graph on a 1 MiB tensor",
                    {"rows": 256, "features": 1024, "passes": 4},
                    "cache-resident while rows × features × 4 bytes fits the last-level cache"),
         _synthetic("synth-mixed", "mixed", "MLP block (GEMM up, GELU, GEMM down, residual, LayerNorm)",
-                   {"rows": 512, "features": 512, "hidden": 2048}, "mostly compute, with memory-bound GELU, add and LayerNorm"),
+                   {"rows": 512, "features": 512, "hidden": 2048},
+                   "mostly compute, with memory-bound GELU, add and LayerNorm"),
     )
 }
 
