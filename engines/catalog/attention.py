@@ -6,6 +6,8 @@ One Linear makes q, k and v for every head at once (`qkv`), one brings the heads
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -25,3 +27,9 @@ class HeadsProjection(nn.Module):
     def merge_heads(self, y: torch.Tensor, batch: int, length: int, hidden: int) -> torch.Tensor:
         """[batch, heads, length, hidden / heads] → the output projection of [batch, length, hidden]."""
         return self.out(y.transpose(1, 2).reshape(batch, length, hidden))
+
+
+def check_heads(family: str, params: dict[str, Any]) -> None:
+    """Refuse a hidden size the heads cannot split evenly (ValueError naming `family`), before any weight is made."""
+    if params["hidden"] % params["heads"]:
+        raise ValueError(f"{family}: hidden ({params['hidden']}) must be a multiple of heads ({params['heads']})")

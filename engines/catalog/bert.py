@@ -17,7 +17,7 @@ from torch.nn import functional as F
 
 from engines import catalog
 from engines.catalog import _common
-from engines.catalog.attention import HeadsProjection
+from engines.catalog.attention import HeadsProjection, check_heads
 
 OPTIMIZER = "adamw"
 
@@ -70,8 +70,7 @@ class Bert(nn.Module):
 
 
 def build(params: dict[str, Any]) -> nn.Module:
-    if params["hidden"] % params["heads"]:
-        raise ValueError(f"bert: hidden ({params['hidden']}) must be a multiple of heads ({params['heads']})")
+    check_heads("bert", params)
     torch.manual_seed(0)
     return Bert(params).eval()
 

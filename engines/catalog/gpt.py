@@ -19,7 +19,7 @@ from torch.nn import functional as F
 
 from engines import catalog
 from engines.catalog import _common, gpt_sizes
-from engines.catalog.attention import HeadsProjection
+from engines.catalog.attention import HeadsProjection, check_heads
 
 OPTIMIZER = "adamw"
 
@@ -84,8 +84,7 @@ class Gpt(nn.Module):
 
 
 def build(params: dict[str, Any]) -> nn.Module:
-    if params["hidden"] % params["heads"]:
-        raise ValueError(f"gpt: hidden ({params['hidden']}) must be a multiple of heads ({params['heads']})")
+    check_heads("gpt", params)
     torch.manual_seed(0)
     return Gpt(params).eval()
 
