@@ -34,13 +34,8 @@ def describe(path: str | os.PathLike[str], sys_root: str = SYS, mountinfo: str =
     partition; the dm/md/loop device itself); ``physical``: whole disks below a stacked or loop device. None
     where not known, with ``reason`` saying why.
     """
-    out = _unknown(os.fspath(path))
-    try:
-        st_dev = os.stat(path).st_dev
-    except OSError as exc:
-        out["reason"] = f"cannot stat {os.fspath(path)!r}: {exc.strerror or exc}"
-        return out
-    return describe_dev(os.major(st_dev), os.minor(st_dev), sys_root, mountinfo, out)
+    return _describe_stat(path, "st_dev", f"cannot stat {os.fspath(path)!r}", sys_root, mountinfo,
+                          _unknown(os.fspath(path)))
 
 
 def describe_dev(major: int, minor: int, sys_root: str = SYS, mountinfo: str = MOUNTINFO,
@@ -54,12 +49,8 @@ def describe_dev(major: int, minor: int, sys_root: str = SYS, mountinfo: str = M
     if major == 0:
         source = (mount or {}).get("source") or ""
         if source.startswith("/dev/"):
-            try:
-                rdev = os.stat(source).st_rdev
-            except OSError as exc:
-                out["reason"] = f"{out['fstype']} on {source}, which cannot be stat'ed: {exc.strerror or exc}"
-                return out
-            return describe_dev(os.major(rdev), os.minor(rdev), sys_root, mountinfo, out)
+            return _describe_stat(source, "st_rdev", f"{out['fstype']} on {source}, which cannot be stat'ed",
+                                  sys_root, mountinfo, out)
         fstype = (mount or {}).get("fstype") or "an anonymous device"
         out["kind"] = fstype
         what = "memory (the page cache), not a block device" if fstype in ("tmpfs", "ramfs") else \
@@ -113,6 +104,18 @@ def label(info: dict[str, Any]) -> str:
 
 
 # ---- Private API
+def _describe_stat(target: Any, field: str, failure: str, sys_root: str, mountinfo: str,
+                   out: dict[str, Any]) -> dict[str, Any]:
+    """:func:`describe_dev` for the device number `os.stat(target).<field>` holds (`st_dev`: the file system a
+    path is on; `st_rdev`: the device a /dev node is); `out` with `failure: why` as the reason if stat fails."""
+    try:
+        number = getattr(os.stat(target), field)
+    except OSError as exc:
+        out["reason"] = f"{failure}: {exc.strerror or exc}"
+        return out
+    return describe_dev(os.major(number), os.minor(number), sys_root, mountinfo, out)
+
+
 def _kind(disk: str, block: str) -> str:
     if disk.startswith("nvme"):
         return "NVMe"

@@ -66,7 +66,6 @@ def resolve_shape(name: str, declared: Sequence[Dim], batch: int, user_shapes: M
     `known` maps symbols already bound (by other inputs' user shapes) to their values; `defaults` maps
     symbols to a size the model file suggests (a .pt2's example inputs), used for dims after the batch.
     """
-    defaults = defaults or {}
     declared = [unknown_dim(d) for d in declared]
     if name in user_shapes:
         given = [int(d) for d in user_shapes[name]]
@@ -78,32 +77,18 @@ def resolve_shape(name: str, declared: Sequence[Dim], batch: int, user_shapes: M
                        if _is_fixed(d) and d != g))
             raise InputError(f"input {name!r}: shape {format_shape(given)} does not fit the model's declared shape "
                              f"{format_declared(declared)} ({why}); give --input {name}="
-                             f"{format_shape(_suggest(declared, batch, known))}")
+                             f"{format_shape(_suggest(declared, batch, known, defaults))}")
         if any(g < 1 for g in given):
             raise InputError(f"input {name!r}: every dim must be ≥ 1, got {format_shape(given)}")
         return given
-    known = dict(known or {})
-    shape: list[int] = []
-    unresolved: list[str] = []
-    batch_used = False
-    for index, dim in enumerate(declared):
-        if _is_fixed(dim):
-            shape.append(int(dim))
-        elif isinstance(dim, str) and dim in known:
-            shape.append(int(known[dim]))
-        elif not batch_used:
-            shape.append(int(batch))
-            batch_used = True
-        elif isinstance(dim, str) and dim in defaults:
-            shape.append(int(defaults[dim]))
-        else:
-            unresolved.append(dim if isinstance(dim, str) else f"dim {index}")
-            shape.append(-1)
+    sizes = _fill(declared, batch, known, defaults)
+    unresolved = [dim if isinstance(dim, str) else f"dim {index}"
+                  for index, (dim, size) in enumerate(zip(declared, sizes, strict=True)) if size is None]
     if unresolved:
         raise InputError(f"input {name!r} has dynamic dims {unresolved} that the batch size cannot fill "
                          f"(declared {format_declared(declared)}); give --input {name}="
-                         f"{format_shape(_suggest(declared, batch, known))} (your sizes)")
-    return shape
+                         f"{format_shape(_suggest(declared, batch, known, defaults))} (your sizes)")
+    return [size for size in sizes if size is not None]  # every size is known here
 
 
 def unknown_dim(dim: Any) -> Dim:
@@ -279,10 +264,13 @@ def _is_fixed(dim: Dim) -> bool:
     return isinstance(dim, int) and not isinstance(dim, bool) and dim >= 1
 
 
-def _suggest(declared: Sequence[Dim], batch: int, known: Mapping[str, int] | None) -> list[int]:
-    """An example shape for an error message: fixed dims kept, batch first, known symbols, else 128."""
-    known = known or {}
-    out, batch_used = [], False
+def _fill(declared: Sequence[Dim], batch: int, known: Mapping[str, int] | None,
+          defaults: Mapping[str, int] | None) -> list[int | None]:
+    """Each dim's size by the rules: fixed, a known symbol, the batch (the first dynamic dim), the model file's
+    default; None where none applies."""
+    known, defaults = known or {}, defaults or {}
+    out: list[int | None] = []
+    batch_used = False
     for dim in declared:
         if _is_fixed(dim):
             out.append(int(dim))
@@ -291,9 +279,17 @@ def _suggest(declared: Sequence[Dim], batch: int, known: Mapping[str, int] | Non
         elif not batch_used:
             out.append(int(batch))
             batch_used = True
+        elif isinstance(dim, str) and dim in defaults:
+            out.append(int(defaults[dim]))
         else:
-            out.append(_EXAMPLE_DYNAMIC)
+            out.append(None)
     return out
+
+
+def _suggest(declared: Sequence[Dim], batch: int, known: Mapping[str, int] | None,
+             defaults: Mapping[str, int] | None) -> list[int]:
+    """An example shape for an error message: what the rules fill (`_fill`), else 128."""
+    return [_EXAMPLE_DYNAMIC if size is None else size for size in _fill(declared, batch, known, defaults)]
 
 
 def _bind_symbols(declared: list[dict[str, Any]], user_shapes: Mapping[str, Sequence[int]],

@@ -31,24 +31,25 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
-import io
 import json
-import logging
 import os
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from engines import cache, catalog
 from engines.model_files import sha256
+from engines.quiet import quiet
 
 PARTS = ("forward", "decode")
 DECODE_PAST = 8  # cached tokens in the decode step's example (not 0 or 1, which torch.export would specialise)
 EXPORT_FORMAT = 1  # bump when the export recipe changes, so old cache entries are not reused
 EXPORT_BATCH = 2
 CHECK_BATCHES = (EXPORT_BATCH, 1)
+# The exporter prints progress to stdout and warnings to stderr through these; quieted while it runs.
+_EXPORTER_LOGGERS = ("torch.onnx", "torch.export", "torch._export", "onnxscript",
+                     "torch.fx.experimental.symbolic_shapes")
 TOLERANCE = {"fp32": {"rtol": 1e-3, "atol": 1e-4}, "fp16": {"rtol": 2e-2, "atol": 2e-2}}
 
 
@@ -230,7 +231,7 @@ def _export(torch, model, args, tmp: Path, names, output_names, layout, opset: i
     failures = []
     for dynamic_shapes in (named, auto):
         try:
-            with _quiet():
+            with quiet(*_EXPORTER_LOGGERS):
                 torch.onnx.export(model, args, str(tmp), dynamo=True, external_data=False, input_names=names,
                                   output_names=output_names, dynamic_shapes=dynamic_shapes, opset_version=opset,
                                   verbose=False, report=False)
@@ -311,23 +312,6 @@ def _leaves(output: Any) -> list[Any]:
     import torch
 
     return [t for t in torch.utils._pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """The exporter prints progress to stdout and warnings to stderr; a worker's stdout is the CLI's (--json)."""
-    names = ("torch.onnx", "torch.export", "torch._export", "onnxscript", "torch.fx.experimental.symbolic_shapes")
-    loggers = [logging.getLogger(n) for n in names]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)
 
 
 @contextlib.contextmanager

@@ -73,6 +73,29 @@ def check(event: Any) -> dict[str, Any]:
 _SCALARS = (str, int, float, bool, type(None))
 
 
+def plain(value: Any) -> Any:
+    """`value` in the built-in types an event may carry: dict keys as str, tuples as lists, int and float
+    subclasses (numpy's, IntEnum) as int and float, numpy and torch scalars through `.item()`, anything else
+    (paths, arrays, devices) as its str()."""
+    if type(value) in _SCALARS:
+        return value
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return plain(item())
+        except (TypeError, ValueError, RuntimeError):  # an array of more than one element
+            pass
+    return str(value)
+
+
 def _check_plain(value: Any, where: str) -> None:
     kind = type(value)
     if kind in _SCALARS:

@@ -19,7 +19,7 @@ from typing import Any
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from widgets import theme
+from widgets import layouts, theme
 from widgets.plot_style import style_plot
 
 STAR_COLOR = "#f2b400"
@@ -31,17 +31,12 @@ class AuChart(QtWidgets.QWidget):
     # ---- Public API
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
-        self.title = QtWidgets.QLabel("Accelerator utilization vs emulated accelerators")
-        self.title.setFont(theme.font(theme.TITLE_PT, bold=True))
+        self.title = theme.title_label("Accelerator utilization vs emulated accelerators")
         self.plot = pg.PlotWidget(background=theme.BACKGROUND)
         self.plot.setMinimumHeight(170)
         style_plot(self.plot.getPlotItem(), "emulated accelerators", "AU (%)")
         self.note = theme.caption_label()
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.title)
-        layout.addWidget(self.plot, 1)
-        layout.addWidget(self.note)
+        layouts.column(self, self.title, (self.plot, 1), self.note)
         self.threshold_line: pg.InfiniteLine | None = None
         self.star: pg.ScatterPlotItem | None = None
         self.data: dict[str, Any] = {}

@@ -16,7 +16,7 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from widgets import theme
+from widgets import layouts, theme
 
 COLUMNS = ("kind", "from → to", "variant", "median GB/s", "spread (95 % interval)", "theoretical GB/s",
            "efficiency %")
@@ -92,11 +92,7 @@ class BandwidthMatrix(QtWidgets.QWidget):
         self.message.setWordWrap(True)
         self.message.setFont(theme.font(theme.BASE_PT))
         self.caption = theme.caption_label()
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.message)
-        layout.addWidget(self.table, 1)
-        layout.addWidget(self.caption)
+        layouts.column(self, self.message, (self.table, 1), self.caption)
         self.entries: list[dict[str, Any]] = []
 
     def set_links(self, links: Mapping[str, Any], names: Mapping[str, str] | None = None, source: str = "") -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from widgets import chart_export, theme
+from widgets import chart_export, layouts, theme
 from widgets.plot_style import style_plot
 
 X_LABEL = "message size (log2 axis)"
@@ -77,22 +77,14 @@ class BusbwChart(QtWidgets.QWidget):
         self.plot.setMenuEnabled(False)
         self.legend = self.plot.addLegend(offset=(10, 10), labelTextColor=theme.FOREGROUND,
                                           labelTextSize=f"{theme.BASE_PT}pt")
-        self.title = QtWidgets.QLabel("Collectives: bus bandwidth by message size")
-        self.title.setFont(theme.font(theme.TITLE_PT, bold=True))
+        self.title = theme.title_label("Collectives: bus bandwidth by message size")
         chart_export.set_title(self.plot, self.title)
         self.algbw_box = QtWidgets.QCheckBox("also algbw (dashed)")
         self.algbw_box.setToolTip("algorithm bandwidth = size ÷ time: what the caller sees; busbw = algbw × the "
                                   "op's factor, comparable with the link's speed")
         self.algbw_box.toggled.connect(lambda _on: self._redraw())
         self.caption = theme.caption_label()
-        head = QtWidgets.QHBoxLayout()
-        head.addWidget(self.title, 1)
-        head.addWidget(self.algbw_box)
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(head)
-        layout.addWidget(self.plot_widget, 1)
-        layout.addWidget(self.caption)
+        layouts.column(self, layouts.row((self.title, 1), self.algbw_box), (self.plot_widget, 1), self.caption)
         self.result: dict[str, Any] | None = None
         self.lines: dict[str, pg.PlotDataItem] = {}  # op → busbw line
         self.algbw_lines: dict[str, pg.PlotDataItem] = {}

@@ -265,8 +265,7 @@ class CompareCharts(QtWidgets.QWidget):
 
     @staticmethod
     def _title(text: str) -> QtWidgets.QLabel:
-        label = QtWidgets.QLabel(text)
-        label.setFont(theme.font(theme.TITLE_PT, bold=True))
+        label = theme.title_label(text)
         return label
 
     @staticmethod

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from widgets import theme
+from widgets import layouts, theme
 
 BUTTON_TEXT = "Confirm verdict"
 MIN_CAP, MAX_CAP = 2, 50  # rounds a side: a paired interval needs two; fifty pairs is several minutes an experiment
@@ -92,16 +92,8 @@ class ConfirmPanel(QtWidgets.QWidget):
         self.table.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.hide()
         self._notes = self._label(theme.SMALL_PT, muted=True, name="confirm_notes")
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(0, 2, 0, 2)
-        layout.setSpacing(4)
-        layout.addLayout(row)
-        layout.addWidget(self._progress_text)
-        layout.addWidget(self.bar)
-        layout.addWidget(self._headline)
-        layout.addWidget(self._sentence)
-        layout.addWidget(self.table)
-        layout.addWidget(self._notes)
+        layouts.column(self, row, self._progress_text, self.bar, self._headline, self._sentence, self.table,
+                       self._notes, margins=(0, 2, 0, 2), spacing=4)
 
     def set_available(self, available: bool, why: str = "", tip: str = "") -> None:
         """Enable the button, or disable it with `why` on hover and in muted words beside it."""

@@ -20,7 +20,7 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from widgets import theme
+from widgets import layouts, theme
 from widgets.formatting import MISSING, format_number
 
 DELTA_COLUMNS = ("Metric", "Run", "A", "Value", "Ratio to A", "95% interval", "Verdict", "How")
@@ -69,15 +69,21 @@ def _item(text: str, right: bool = False, color: str | None = None, tip: str | N
     return item
 
 
-class DeltaTable(QtWidgets.QWidget):
-    """Metric rows per run against A; the verdict coloured (slower red, faster green)."""
+class _OneTable(QtWidgets.QWidget):
+    """A widget that is one read-only table of `COLUMNS` (`self.table`), edge to edge."""
+
+    COLUMNS: tuple[str, ...] = ()
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
-        self.table = _table(DELTA_COLUMNS)
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.table)
+        self.table = _table(self.COLUMNS)
+        layouts.column(self, self.table)
+
+
+class DeltaTable(_OneTable):
+    """Metric rows per run against A; the verdict coloured (slower red, faster green)."""
+
+    COLUMNS = DELTA_COLUMNS
 
     def set_rows(self, rows: Sequence[Mapping[str, Any]]) -> None:
         self.table.setRowCount(0)
@@ -110,15 +116,10 @@ class DeltaTable(QtWidgets.QWidget):
                 for r in range(self.table.rowCount())]
 
 
-class DifferencesTable(QtWidgets.QWidget):
+class DifferencesTable(_OneTable):
     """What differs between A and each other run; a line saying so when nothing does."""
 
-    def __init__(self, parent: QtWidgets.QWidget | None = None):
-        super().__init__(parent)
-        self.table = _table(DIFF_COLUMNS)
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.table)
+    COLUMNS = DIFF_COLUMNS
 
     def set_differences(self, groups: Sequence[Mapping[str, Any]]) -> None:
         """`groups`: [{"letter", "items": [{field, a, b, kind}]}] — one per run after A."""

@@ -17,7 +17,7 @@ from html import escape
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from widgets import theme
+from widgets import layouts, theme
 from widgets.formatting import MISSING, as_number, format_number
 
 # Pixel sizes at 1920×1080 (scale 1.0).
@@ -148,16 +148,8 @@ class FigureTile(QtWidgets.QFrame):
         self._figure.setStyleSheet("background: transparent;")
         self._caption = ScaledLabel("", CAPTION_PX, False, "muted", self._scheme, wrap=True)
         self._caption.setAlignment(QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignTop)
-        top = QtWidgets.QHBoxLayout()
-        top.addWidget(self._label, 1)
-        top.addWidget(self._tag)
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(24, 14, 24, 14)
-        layout.setSpacing(4)
-        layout.addLayout(top)
-        layout.addWidget(self._figure)
-        layout.addWidget(self._caption)
-        layout.addStretch(1)
+        layouts.column(self, layouts.row((self._label, 1), self._tag), self._figure, self._caption, layouts.STRETCH,
+                       margins=(24, 14, 24, 14), spacing=4)
         self._labels = (self._label, self._tag, self._caption)
         self._apply_frame()
         self._show_figure()

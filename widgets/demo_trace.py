@@ -215,21 +215,22 @@ class DemoTrace(QtWidgets.QWidget):
         self._scheme = scheme
         self._title.set_scheme(scheme)
         self._note.set_scheme(scheme)
-        self._style()
-        for s in self._series.values():
-            self._pen(s)
-        self._update_legend()
+        self._restyle()
 
     def set_scale(self, scale: float) -> None:
         self._scale = scale
         self._title.set_scale(scale)
         self._note.set_scale(scale)
+        self._restyle()
+
+    # ---- Private API
+    def _restyle(self) -> None:
+        """Redraw the plot, every series' pen and the legend after the scheme or the scale changed."""
         self._style()
         for s in self._series.values():
             self._pen(s)
         self._update_legend()
 
-    # ---- Private API
     def _style(self) -> None:
         s, k = self._scheme, self._scale
         self._plot_widget.setBackground(s.background)

@@ -21,7 +21,7 @@ from datetime import datetime
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from widgets import theme
+from widgets import layouts, theme
 from widgets.formatting import MISSING, as_number, format_number
 
 COLUMNS = (
@@ -332,13 +332,7 @@ class HistoryTable(QtWidgets.QWidget):
         self._model.sig_note_edited.connect(self.sig_note_edited)
         self._sized = False
 
-        top = QtWidgets.QHBoxLayout()
-        top.addWidget(self._filter, 1)
-        top.addWidget(self._count)
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(top)
-        layout.addWidget(self._view, 1)
+        layouts.column(self, layouts.row((self._filter, 1), self._count), (self._view, 1))
         self._update_count()
 
     # ---- Public API

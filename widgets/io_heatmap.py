@@ -37,8 +37,7 @@ class IoHeatmap(QtWidgets.QWidget):
     # ---- Public API
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
-        self.title = QtWidgets.QLabel("Throughput: block size × queue depth")
-        self.title.setFont(theme.font(theme.TITLE_PT, bold=True))
+        self.title = theme.title_label("Throughput: block size × queue depth")
         self.choice = QtWidgets.QComboBox()
         self.choice.setToolTip("which map: reads or writes, sequential or random")
         self.choice.currentTextChanged.connect(self._show)

@@ -41,8 +41,7 @@ class RooflineChart(QtWidgets.QWidget):
     # ---- Public API
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
-        self.title = QtWidgets.QLabel("Roofline")
-        self.title.setFont(theme.font(theme.TITLE_PT, bold=True))
+        self.title = theme.title_label("Roofline")
         self.title.setStyleSheet(f"color: {theme.FOREGROUND};")
         self.legend = QtWidgets.QLabel("")
         self.legend.setFont(theme.font(theme.BASE_PT))

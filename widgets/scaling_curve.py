@@ -16,7 +16,7 @@ from typing import Any
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from widgets import chart_export, theme
+from widgets import chart_export, layouts, theme
 from widgets.plot_style import style_plot
 
 X_LABEL = "ranks (log2 axis)"
@@ -61,21 +61,13 @@ class ScalingCurve(QtWidgets.QWidget):
         self.plot.setMenuEnabled(False)
         self.legend = self.plot.addLegend(offset=(-10, -10), labelTextColor=theme.FOREGROUND,
                                           labelTextSize=f"{theme.BASE_PT}pt")
-        self.title = QtWidgets.QLabel("Scaling efficiency E(N) = X(N) ÷ (N · X(1))")
-        self.title.setFont(theme.font(theme.TITLE_PT, bold=True))
+        self.title = theme.title_label("Scaling efficiency E(N) = X(N) ÷ (N · X(1))")
         chart_export.set_title(self.plot, self.title)
         self.rate_box = QtWidgets.QCheckBox("also samples/s (right axis)")
         self.rate_box.setToolTip("global samples per measured second of each point, dashed, on the right axis")
         self.rate_box.toggled.connect(lambda _on: self._redraw())
         self.caption = theme.caption_label()
-        head = QtWidgets.QHBoxLayout()
-        head.addWidget(self.title, 1)
-        head.addWidget(self.rate_box)
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(head)
-        layout.addWidget(self.plot_widget, 1)
-        layout.addWidget(self.caption)
+        layouts.column(self, layouts.row((self.title, 1), self.rate_box), (self.plot_widget, 1), self.caption)
         self.plot_widget.setMinimumHeight(180)
         self.rate_view = pg.ViewBox()
         self.rate_view.setMouseEnabled(x=False, y=False)

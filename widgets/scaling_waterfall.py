@@ -17,7 +17,7 @@ from typing import Any
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from widgets import chart_export, theme
+from widgets import chart_export, layouts, theme
 from widgets.plot_style import style_plot
 
 Y_LABEL = "step time (ms)"
@@ -104,15 +104,10 @@ class ScalingWaterfall(QtWidgets.QWidget):
         self.plot.showGrid(x=False, y=True, alpha=0.15)
         self.plot.setMouseEnabled(x=False, y=False)
         self.axis.setHeight(34)  # room for the names under the bars (no axis title below them)
-        self.title = QtWidgets.QLabel("Scaling waterfall: ideal → measured step")
-        self.title.setFont(theme.font(theme.TITLE_PT, bold=True))
+        self.title = theme.title_label("Scaling waterfall: ideal → measured step")
         chart_export.set_title(self.plot, self.title)
         self.caption = theme.caption_label()
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.title)
-        layout.addWidget(self.plot_widget, 1)
-        layout.addWidget(self.caption)
+        layouts.column(self, self.title, (self.plot_widget, 1), self.caption)
         self.plot_widget.setMinimumHeight(180)
         self.waterfall: dict[str, Any] | None = None
         self.bars: list[dict[str, Any]] = []

@@ -33,8 +33,7 @@ class StackedStages(QtWidgets.QWidget):
     def __init__(self, title: str = "", parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._default_title = title
-        self.title = QtWidgets.QLabel(title)
-        self.title.setFont(theme.font(theme.TITLE_PT, bold=True))
+        self.title = theme.title_label(title)
         self.legend = QtWidgets.QLabel("")
         self.legend.setTextFormat(QtCore.Qt.TextFormat.RichText)
         self.legend.setFont(theme.font(theme.BASE_PT))

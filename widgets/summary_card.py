@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from engines.figures import NOTES, Figures
-from widgets import theme
+from widgets import layouts, theme
 from widgets.formatting import MISSING, format_number
 
 # a baseline verdict as words before the baseline's id (console.analysis.compare's verdicts, and the legacy one)
@@ -279,18 +279,10 @@ class SummaryCard(QtWidgets.QFrame):
         corner.addStretch(1)
         corner.addWidget(self._copy_button)
 
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(12, 6, 12, 10)
-        layout.addLayout(corner)
-        layout.addWidget(self._message)
-        layout.addLayout(grid)
-        layout.addWidget(self._scenario)
-        layout.addWidget(self._verdict)
-        layout.addWidget(self._baseline)
-        layout.addWidget(self._finding)
-        layout.addWidget(self._notes)
-        layout.addWidget(self._cores)
-        layout.addStretch(1)  # a tall card keeps its figures together at the top
+        layouts.column(self, corner, self._message, grid, self._scenario, self._verdict, self._baseline, self._finding,
+                       self._notes, self._cores,
+                       layouts.STRETCH,  # a tall card keeps its figures together at the top
+                       margins=(12, 6, 12, 10))
 
     # ---- Public API
     def set_summary(self, summary: dict, scenario: str | None = None, figures: Figures | None = None) -> None:

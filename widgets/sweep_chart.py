@@ -51,8 +51,7 @@ class SweepChart(QtWidgets.QWidget):
                             ("Throughput vs batch", self.throughput_plot)):
             column = QtWidgets.QVBoxLayout()
             column.setSpacing(2)
-            label = QtWidgets.QLabel(title)
-            label.setFont(theme.font(theme.TITLE_PT, bold=True))
+            label = theme.title_label(title)
             label.setStyleSheet(f"color: {theme.FOREGROUND};")
             self._titles.append(label)
             chart_export.set_title(plot, label)

@@ -91,6 +91,13 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 
 
+def title_label(text: str) -> QtWidgets.QLabel:
+    """A chart's or panel's title line: the title size, bold."""
+    label = QtWidgets.QLabel(text)
+    label.setFont(font(TITLE_PT, bold=True))
+    return label
+
+
 def caption_label() -> QtWidgets.QLabel:
     """The small, muted, wrapped line under a chart that says how its figures were obtained."""
     label = QtWidgets.QLabel("")

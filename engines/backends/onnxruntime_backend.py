@@ -45,6 +45,7 @@ from engines.backends import onnxruntime_profiler as profiler_hook
 from engines.backends import onnxruntime_session as sessions
 from engines.backends.base import LoadedModel
 from engines.backends.onnxruntime_session import PROVIDER_DEVICE, OrtLoadError
+from engines.protocol import plain
 from engines.spec import RunSpec
 
 # ONNX Runtime's tensor type names → numpy dtype names.
@@ -101,7 +102,7 @@ def load(spec: RunSpec) -> LoadedModel:
 
         path, check = onnx_export.export_catalog(spec, providers if spec.precision == "fp16" else None)
         prepare_s += check.pop("prepare_s")
-        details["export"] = {"path": str(path), "cached": check.pop("cached"), "check": sessions.plain(check)}
+        details["export"] = {"path": str(path), "cached": check.pop("cached"), "check": plain(check)}
     if spec.precision == "int8":
         quantized = time.perf_counter()
         path, quantization = int8.quantized(path, facts["external_data"] if spec.is_file else ())
@@ -149,7 +150,7 @@ def load(spec: RunSpec) -> LoadedModel:
     })
     profiler = profiler_hook.profiler(ort, spec, path, providers, provider, provider_options, feeds)
     return LoadedModel(infer=infer, load_s=load_s, params=params, model_bytes=model_bytes,
-                       versions={"onnxruntime": str(ort.__version__)}, details=sessions.plain(details), close=close,
+                       versions={"onnxruntime": str(ort.__version__)}, details=plain(details), close=close,
                        generator=generator, profile=profiler, feed=feed)
 
 

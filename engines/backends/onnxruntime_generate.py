@@ -7,6 +7,7 @@ from typing import Any
 
 from engines.backends import onnxruntime_int8 as int8
 from engines.backends import onnxruntime_session as sessions
+from engines.protocol import plain
 from engines.spec import RunSpec
 
 
@@ -38,7 +39,7 @@ def generator(spec: RunSpec, ort, options, providers, prefill_session, feeds) ->
         family.check_length(params, int(prompt.shape[1]), spec.generation.output_tokens)
     path, check = onnx_export.export_catalog(spec, providers if spec.precision == "fp16" else None, part="decode")
     check.pop("prepare_s", None)
-    details = {"path": str(path), "cached": check.pop("cached"), "check": sessions.plain(check)}
+    details = {"path": str(path), "cached": check.pop("cached"), "check": plain(check)}
     if spec.precision == "int8":
         path, details["quantization"] = int8.quantized(path)
     started = time.perf_counter()

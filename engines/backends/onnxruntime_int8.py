@@ -7,6 +7,7 @@ from typing import Any
 
 from engines import model_files
 from engines.backends.onnxruntime_session import OrtLoadError, first_line
+from engines.quiet import quiet
 
 
 def quantized(source: Path, external: list[str] | tuple[str, ...] = ()) -> tuple[Path, dict[str, Any]]:
@@ -32,7 +33,8 @@ def quantized(source: Path, external: list[str] | tuple[str, ...] = ()) -> tuple
         return target, {**info, "cached": True}
     tmp = cache.temp_path(target).with_suffix(".onnx")
     try:
-        with tempfile.TemporaryDirectory(prefix="labconsole-int8-") as staging, _quiet_quantizer():
+        # quiet(""): the quantizer logs to the root logger
+        with tempfile.TemporaryDirectory(prefix="labconsole-int8-") as staging, quiet(""):
             staged = _staged(source, Path(staging), external)
             quantize_dynamic(str(staged), str(tmp), weight_type=QuantType.QInt8)
         os.replace(tmp, target)
@@ -65,24 +67,3 @@ def _staged(source: Path, folder: Path, external: list[str] | tuple[str, ...]) -
         except OSError:  # another filesystem, protected hard links, or a sandbox that denies linking: copy
             shutil.copyfile(data, link)
     return staged
-
-
-def _quiet_quantizer():
-    import contextlib
-    import io
-    import logging
-    import warnings
-
-    @contextlib.contextmanager
-    def quiet():
-        logger = logging.getLogger()
-        level = logger.level
-        logger.setLevel(logging.ERROR)
-        try:
-            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-                warnings.simplefilter("ignore")
-                yield
-        finally:
-            logger.setLevel(level)
-
-    return quiet()

@@ -136,23 +136,6 @@ def fed_runner(session, feeds: dict[str, Any], provider: str, options: dict[str,
     return infer_bound, close, feed_device
 
 
-def plain(value: Any) -> Any:
-    """Built-in types only (the protocol refuses anything else): numpy scalars, paths → int/float/str."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if value is None or type(value) in (str, int, float, bool):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if hasattr(value, "item") and callable(value.item):
-        return plain(value.item())
-    return str(value)
-
-
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:500] if text else type(exc).__name__

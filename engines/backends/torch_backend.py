@@ -36,6 +36,7 @@ from engines.backends.base import LoadedModel
 from engines.backends.torch_facts import DTYPES
 from engines.backends.torch_generate import generator
 from engines.backends.torch_profiler import profiler
+from engines.protocol import plain
 from engines.spec import RunSpec
 
 KERNEL_NAMES = {"fp16": "Half", "bf16": "BFloat16"}
@@ -89,7 +90,7 @@ def load(spec: RunSpec) -> LoadedModel:
         details["input_shape"] = list(prepared.inputs[0].shape)
     return LoadedModel(
         infer=infer, load_s=load_s, params=prepared.param_count, model_bytes=prepared.model_bytes,
-        versions=facts.versions(torch), details=facts.plain(details),
+        versions=facts.versions(torch), details=plain(details),
         generator=generator(torch, spec, prepared, synchronize), profile=profiler(torch, device, infer),
         feed=_feeder(torch, prepared),
     )

@@ -105,20 +105,3 @@ def versions(torch) -> dict[str, str]:
     if torch.backends.cudnn.is_available():
         versions["cudnn"] = str(torch.backends.cudnn.version())
     return versions
-
-
-def plain(value: Any) -> Any:
-    """Only built-in types cross the process boundary (engines/protocol.py): convert everything else."""
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return str(value)

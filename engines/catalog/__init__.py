@@ -48,6 +48,13 @@ def _image(name: str = "pixels") -> InputDef:
     return InputDef(name, "float32", ("batch", "channels", "image_size", "image_size"), ("batch", None, None, None))
 
 
+def _synthetic(name: str, module: str, what: str, params: dict[str, Any], notes: str) -> CatalogEntry:
+    """An entry of the synthetic suite: its module in engines/catalog/synthetic/, its one [batch, rows, features]
+    input and the SYNTHETIC task."""
+    return CatalogEntry(name, f"engines.catalog.synthetic.{module}", f"Synthetic: {what}", SYNTHETIC, params,
+                        (_SYNTH_INPUT,), notes=notes)
+
+
 _RESNET_PARAMS = {"image_size": 224, "width": 64, "classes": 1000, "channels": 3}
 _TOKENS = ("batch", "seq_len")
 SYNTHETIC = "synthetic"  # the task of the synthetic suite's entries (tests and pickers can tell them apart)
@@ -88,29 +95,22 @@ ENTRIES: dict[str, CatalogEntry] = {
                      notes="labels = argmax of a fixed random 2-layer teacher; `labconsole time-to-train` trains it "
                            "to a target eval accuracy (engines/catalog/ttt_task.py)"),
         # The synthetic suite (engines/catalog/synthetic/): each graph held back by one known thing.
-        CatalogEntry("synth-gemm", "engines.catalog.synthetic.gemm", "Synthetic: a chain of large GEMMs",
-                     SYNTHETIC, {"rows": 256, "features": 1024, "layers": 4}, (_SYNTH_INPUT,),
-                     notes="compute-bound: 2 × rows × features² FLOPs per layer and sample"),
-        CatalogEntry("synth-stream", "engines.catalog.synthetic.elementwise",
-                     "Synthetic: elementwise passes streaming a 64 MiB tensor", SYNTHETIC,
-                     {"rows": 16384, "features": 1024, "passes": 4}, (_SYNTH_INPUT,),
-                     notes="memory-bandwidth-bound while rows × features × 4 bytes ≥ 4× the last-level cache"),
-        CatalogEntry("synth-reduce", "engines.catalog.synthetic.reduction",
-                     "Synthetic: a sum over a 64 MiB tensor", SYNTHETIC,
-                     {"rows": 16384, "features": 1024}, (_SYNTH_INPUT,),
-                     notes="memory-bandwidth-bound: one read of every byte"),
-        CatalogEntry("synth-tiny-ops", "engines.catalog.synthetic.tiny_ops",
-                     "Synthetic: 2000 elementwise ops on 16 numbers", SYNTHETIC,
-                     {"rows": 1, "features": 16, "ops": 2000}, (_SYNTH_INPUT,),
-                     notes="host-overhead-bound: time follows `ops`, not rows × features"),
-        CatalogEntry("synth-cached", "engines.catalog.synthetic.elementwise",
-                     "Synthetic: the synth-stream graph on a 1 MiB tensor", SYNTHETIC,
-                     {"rows": 256, "features": 1024, "passes": 4}, (_SYNTH_INPUT,),
-                     notes="cache-resident while rows × features × 4 bytes fits the last-level cache"),
-        CatalogEntry("synth-mixed", "engines.catalog.synthetic.mixed",
-                     "Synthetic: MLP block (GEMM up, GELU, GEMM down, residual, LayerNorm)", SYNTHETIC,
-                     {"rows": 512, "features": 512, "hidden": 2048}, (_SYNTH_INPUT,),
-                     notes="mostly compute, with memory-bound GELU, add and LayerNorm"),
+        _synthetic("synth-gemm", "gemm", "a chain of large GEMMs", {"rows": 256, "features": 1024, "layers": 4},
+                   "compute-bound: 2 × rows × features² FLOPs per layer and sample"),
+        _synthetic("synth-stream", "elementwise", "elementwise passes streaming a 64 MiB tensor",
+                   {"rows": 16384, "features": 1024, "passes": 4},
+                   "memory-bandwidth-bound while rows × features × 4 bytes ≥ 4× the last-level cache"),
+        _synthetic("synth-reduce", "reduction", "a sum over a 64 MiB tensor", {"rows": 16384, "features": 1024},
+                   "memory-bandwidth-bound: one read of every byte"),
+        _synthetic("synth-tiny-ops", "tiny_ops", "2000 elementwise ops on 16 numbers",
+                   {"rows": 1, "features": 16, "ops": 2000},
+                   "host-overhead-bound: time follows `ops`, not rows × features"),
+        _synthetic("synth-cached", "elementwise", "the synth-stream graph on a 1 MiB tensor",
+                   {"rows": 256, "features": 1024, "passes": 4},
+                   "cache-resident while rows × features × 4 bytes fits the last-level cache"),
+        _synthetic("synth-mixed", "mixed", "MLP block (GEMM up, GELU, GEMM down, residual, LayerNorm)",
+                   {"rows": 512, "features": 512, "hidden": 2048},
+                   "mostly compute, with memory-bound GELU, add and LayerNorm"),
     )
 }
 

@@ -22,13 +22,18 @@ def token_ids(batch: int, length: int, vocab: int, seed: int = INPUT_SEED) -> to
 
 def classification_loss(batch: int, classes: int) -> Callable[[Any], torch.Tensor]:
     """Cross-entropy of [batch, classes] logits against fixed random labels (the same on every run)."""
-    targets = torch.randint(0, classes, (batch,), generator=generator(TARGET_SEED), dtype=torch.int64)
+    return cross_entropy_against(torch.randint(0, classes, (batch,), generator=generator(TARGET_SEED),
+                                               dtype=torch.int64))
+
+
+def cross_entropy_against(labels: torch.Tensor) -> Callable[[Any], torch.Tensor]:
+    """Cross-entropy of [batch, classes] logits against `labels`, copied once to each device the logits are on."""
     moved: dict[torch.device, torch.Tensor] = {}
 
     def loss(logits: torch.Tensor) -> torch.Tensor:
-        labels = moved.get(logits.device)
-        if labels is None:
-            labels = moved[logits.device] = targets.to(logits.device)
-        return F.cross_entropy(logits.float(), labels)
+        target = moved.get(logits.device)
+        if target is None:
+            target = moved[logits.device] = labels.to(logits.device)
+        return F.cross_entropy(logits.float(), target)
 
     return loss

@@ -17,22 +17,16 @@ from torch.nn import functional as F
 
 from engines import catalog
 from engines.catalog import _common
+from engines.catalog.attention import HeadsProjection, check_heads
 
 OPTIMIZER = "adamw"
 
 
-class SelfAttention(nn.Module):
-    def __init__(self, hidden: int, heads: int):
-        super().__init__()
-        self.heads = heads
-        self.qkv = nn.Linear(hidden, 3 * hidden)
-        self.out = nn.Linear(hidden, hidden)
-
+class SelfAttention(HeadsProjection):
     def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        batch, length, hidden = x.shape
-        q, k, v = self.qkv(x).view(batch, length, 3, self.heads, hidden // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = self.split_heads(x)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
-        return self.out(y.transpose(1, 2).reshape(batch, length, hidden))
+        return self.merge_heads(y, *x.shape)
 
 
 class EncoderLayer(nn.Module):
@@ -76,8 +70,7 @@ class Bert(nn.Module):
 
 
 def build(params: dict[str, Any]) -> nn.Module:
-    if params["hidden"] % params["heads"]:
-        raise ValueError(f"bert: hidden ({params['hidden']}) must be a multiple of heads ({params['heads']})")
+    check_heads("bert", params)
     torch.manual_seed(0)
     return Bert(params).eval()
 

@@ -19,20 +19,15 @@ from torch.nn import functional as F
 
 from engines import catalog
 from engines.catalog import _common, gpt_sizes
+from engines.catalog.attention import HeadsProjection, check_heads
 
 OPTIMIZER = "adamw"
 
 
-class CausalSelfAttention(nn.Module):
-    def __init__(self, hidden: int, heads: int):
-        super().__init__()
-        self.heads = heads
-        self.qkv = nn.Linear(hidden, 3 * hidden)
-        self.out = nn.Linear(hidden, hidden)
-
+class CausalSelfAttention(HeadsProjection):
     def forward(self, x: torch.Tensor, past: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         batch, length, hidden = x.shape
-        q, k, v = self.qkv(x).view(batch, length, 3, self.heads, hidden // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = self.split_heads(x)
         if past is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
@@ -45,7 +40,7 @@ class CausalSelfAttention(nn.Module):
                 allowed = torch.ones(length, cached + length, dtype=torch.bool, device=x.device).tril(cached)
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
         present = torch.stack((k, v))
-        return self.out(y.transpose(1, 2).reshape(batch, length, hidden)), present
+        return self.merge_heads(y, batch, length, hidden), present
 
 
 class Block(nn.Module):
@@ -89,8 +84,7 @@ class Gpt(nn.Module):
 
 
 def build(params: dict[str, Any]) -> nn.Module:
-    if params["hidden"] % params["heads"]:
-        raise ValueError(f"gpt: hidden ({params['hidden']}) must be a multiple of heads ({params['heads']})")
+    check_heads("gpt", params)
     torch.manual_seed(0)
     return Gpt(params).eval()
 

@@ -1,7 +1,7 @@
 """ResNet-style CNNs with the real stage layouts (torchvision's v1.5: stride on the 3×3 convolution).
 
-`resnet18` and `resnet50` are thin modules over this one: the same stem, stages and head, with basic
-blocks [2, 2, 2, 2] or bottleneck blocks [3, 4, 6, 3]. Width, image size, channels and classes are
+`resnet18` and `resnet50` are thin modules over this one (`layout`): the same stem, stages and head, with
+basic blocks [2, 2, 2, 2] or bottleneck blocks [3, 4, 6, 3]. Width, image size, channels and classes are
 parameters, so tests can build a tiny network with the real depth.
 """
 
@@ -93,18 +93,23 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-def build_resnet(params: dict[str, Any], block: type[BasicBlock] | type[Bottleneck], layers: list[int]) -> nn.Module:
-    torch.manual_seed(0)
-    return ResNet(block, layers, params).eval()
+def layout(name: str, block: type[BasicBlock] | type[Bottleneck], layers: list[int]) -> tuple[
+        Callable[[dict[str, Any]], nn.Module], Callable[..., list[dict[str, Any]]]]:
+    """`build` and `input_specs` of the catalog model `name`: this network with `layers` `block`s per stage."""
+
+    def build(params: dict[str, Any]) -> nn.Module:
+        torch.manual_seed(0)
+        return ResNet(block, layers, params).eval()
+
+    def input_specs(params: dict[str, Any], spec_generation: Any = None) -> list[dict[str, Any]]:
+        return catalog.input_specs(name, params, spec_generation)
+
+    return build, input_specs
 
 
 def example_inputs(batch: int, params: dict[str, Any], spec_generation: Any = None) -> tuple[torch.Tensor, ...]:
     size = params["image_size"]
     return (torch.randn(batch, params["channels"], size, size, generator=_common.generator()),)
-
-
-def specs_for(name: str, params: dict[str, Any], spec_generation: Any = None) -> list[dict[str, Any]]:
-    return catalog.input_specs(name, params, spec_generation)
 
 
 def training_loss(params: dict[str, Any], inputs: tuple[torch.Tensor, ...]) -> Callable[[Any], torch.Tensor]:

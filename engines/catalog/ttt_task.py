@@ -28,7 +28,6 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.nn import functional as F
 
 from engines import catalog
 from engines.catalog import _common, mlp
@@ -64,16 +63,7 @@ def input_specs(params: dict[str, Any], spec_generation: Any = None) -> list[dic
 
 def training_loss(params: dict[str, Any], inputs: tuple[torch.Tensor, ...]) -> Callable[[Any], torch.Tensor]:
     """Cross-entropy against the teacher's labels of these inputs: a run of this model learns the real task."""
-    labels = teacher_labels(params, inputs[0])
-    moved: dict[torch.device, torch.Tensor] = {}
-
-    def loss(logits: torch.Tensor) -> torch.Tensor:
-        target = moved.get(logits.device)
-        if target is None:
-            target = moved[logits.device] = labels.to(logits.device)
-        return F.cross_entropy(logits.float(), target)
-
-    return loss
+    return _common.cross_entropy_against(teacher_labels(params, inputs[0]))
 
 
 # ---- Public API (the task)

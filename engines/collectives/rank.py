@@ -22,7 +22,7 @@ from typing import Any
 
 from engines.collectives.formulas import shape
 
-__all__ = ["run_rank", "free_port", "node_address", "rank_device"]
+__all__ = ["run_rank", "bench_time", "free_port", "node_address", "rank_device"]
 
 
 # ---- Public API
@@ -60,18 +60,7 @@ def run_rank(rank: int, plan: dict[str, Any], master_addr: str, master_port: int
                     out["skipped"][op][str(size)] = (f"{size} B split over {ranks} ranks in 16-byte pieces is "
                                                      "empty (nccl-tests runs it as 0 B)")
                     continue
-                call = _call(torch, dist, op, split, device)
-                for _ in range(int(plan["warmup"])):
-                    call()
-                sync()
-                trials = []
-                for _ in range(int(plan["trials"])):
-                    dist.barrier()
-                    started = time.perf_counter()
-                    for _ in range(int(plan["iters"])):
-                        call()
-                    sync()
-                    trials.append((time.perf_counter() - started) / int(plan["iters"]))
+                trials = bench_time(_call(torch, dist, op, split, device), dist.barrier, sync, plan)
                 out["times"][op][str(size)] = trials
                 if report is not None:
                     report({"op": op, "size_bytes": split["size_bytes"], "step": step, "steps": total,
@@ -82,6 +71,25 @@ def run_rank(rank: int, plan: dict[str, Any], master_addr: str, master_port: int
     finally:
         dist.destroy_process_group()
     return out
+
+
+def bench_time(call: Callable[[], Any], barrier: Callable[[], Any], sync: Callable[[], Any],
+               counts: dict[str, Any]) -> list[float]:
+    """Seconds per `call` in each of `counts["trials"]` trials, as nccl-tests' BenchTime: `counts["warmup"]` calls
+    and a sync first; then per trial a barrier, the timer, `counts["iters"]` calls back to back, a sync, the timer."""
+    for _ in range(int(counts["warmup"])):
+        call()
+    sync()
+    iters = int(counts["iters"])
+    trials = []
+    for _ in range(int(counts["trials"])):
+        barrier()
+        started = time.perf_counter()
+        for _ in range(iters):
+            call()
+        sync()
+        trials.append((time.perf_counter() - started) / iters)
+    return trials
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -34,7 +34,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from engines.collectives.rank import bench_time
 from engines.ddp.plan import STEP_KEYS
+from engines.protocol import plain
 
 FLUSH_S = 0.1
 KEEP_STEPS = 256  # the last steps of each key kept in the result (all of them are streamed)
@@ -89,7 +91,7 @@ def rank_main(rank: int, plan: dict[str, Any], addr: str, port: int, send: Calla
                               "params": sum(p.numel() for p in training.module.parameters()),
                               "model_bytes": sum(t.numel() * t.element_size() for t in
                                                  training.module.state_dict().values()),
-                              "grad_bytes": grad_bytes, "details": _plain({
+                              "grad_bytes": grad_bytes, "details": plain({
                                   **training.details, "precision": spec.precision, "mode": "training",
                                   "inputs": [{"name": name, "shape": list(t.shape), "dtype": str(t.dtype)[6:]}
                                              for name, t in zip(training.prepared.input_names, training.inputs,
@@ -313,18 +315,7 @@ def _probe(torch: Any, dist: Any, sizes: list[int], plan: dict[str, Any], device
     dist.barrier()
     for size in sizes:
         buffer = torch.zeros(max(1, size // 4), dtype=torch.float32, device=device)
-        for _ in range(int(probe["warmup"])):
-            dist.all_reduce(buffer)
-        sync()
-        trials = []
-        for _ in range(int(probe["trials"])):
-            dist.barrier()
-            started = time.perf_counter()
-            for _ in range(int(probe["iters"])):
-                dist.all_reduce(buffer)
-            sync()
-            trials.append((time.perf_counter() - started) / int(probe["iters"]))
-        times[str(size)] = trials
+        times[str(size)] = bench_time(lambda buffer=buffer: dist.all_reduce(buffer), dist.barrier, sync, probe)
     dist.barrier()
     return times
 
@@ -354,13 +345,3 @@ def _ray_device(torch: Any, plan: dict[str, Any]) -> str:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
-def _plain(value: Any) -> Any:
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return str(value)

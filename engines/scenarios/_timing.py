@@ -97,6 +97,12 @@ class Warmup:
                 "warmup_window_medians_ms": self.window_medians_ms[-STABLE_WINDOWS:]}
 
 
+def result_head(iterations: int, measured_s: float, warmup: Warmup, batch: int) -> dict[str, Any]:
+    """The fields every scenario's `result` starts with (the ones protocol.FIELDS requires of it)."""
+    return {"iterations": iterations, "measured_s": measured_s, "warmup_iterations": warmup.iterations,
+            "first_inference_ms": warmup.first_inference_ms, "batch": batch}
+
+
 def warm_up(infer: Callable[[], Any], spec: Any, emit: Emit, cancelled: Callable[[], bool],
             clock: Callable[[], int] = time.perf_counter_ns) -> Warmup:
     """Emit phase(warmup), time the first (cold) inference, then warm up back to back.

@@ -146,11 +146,7 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
     state, reason = _cache_state(options.cache, cold, cache_reason, io.get("storage_bytes"), totals.bytes_read)
     samples = steps * spec.batch
     result: dict[str, Any] = {
-        "iterations": steps,
-        "measured_s": measured_s,
-        "warmup_iterations": warmup.iterations,
-        "first_inference_ms": warmup.first_inference_ms,
-        "batch": spec.batch,
+        **_timing.result_head(steps, measured_s, warmup, spec.batch),
         "scenario_note": "latencies are whole steps (wait for the batch + feed + compute); first_inference_ms "
                          "includes loading the first batch",
         "samples_per_s": samples / measured_s if measured_s > 0 else None,

@@ -139,11 +139,7 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
     measured_s = max(0, measured_end - begin) / 1e9
     p99 = _timing.percentile(recorder.kept, 99)
     return {
-        "iterations": queries,
-        "measured_s": measured_s,
-        "warmup_iterations": warmup.iterations,
-        "first_inference_ms": warmup.first_inference_ms,
-        "batch": spec.batch,
+        **_timing.result_head(queries, measured_s, warmup, spec.batch),
         "streams": streams,
         "samples_per_query": streams,
         "calls_per_query": calls,

@@ -158,11 +158,7 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
     calls = recorder.count
     samples = calls * spec.batch
     result: dict[str, Any] = {
-        "iterations": calls,
-        "measured_s": measured_s,
-        "warmup_iterations": warmup.iterations,
-        "first_inference_ms": warmup.first_inference_ms,
-        "batch": spec.batch,
+        **_timing.result_head(calls, measured_s, warmup, spec.batch),
         "samples_per_s": samples / measured_s if measured_s > 0 else None,
         "queries": calls,
         "samples": samples,

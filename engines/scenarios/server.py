@@ -134,11 +134,7 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
                         recorder=recorder, emit=emit)
     p99 = served.p(99)
     result: dict[str, Any] = {
-        "iterations": served.completed,
-        "measured_s": served.span_s,
-        "warmup_iterations": warmup.iterations,
-        "first_inference_ms": warmup.first_inference_ms,
-        "batch": spec.batch,
+        **_timing.result_head(served.completed, served.span_s, warmup, spec.batch),
         "target_qps": qps,
         "achieved_qps": served.completed / served.span_s if served.span_s > 0 else None,
         "issued": served.issued,

@@ -93,11 +93,7 @@ def run(model: LoadedModel, spec: RunSpec, emit: Callable[[dict[str, Any]], None
     if filled:
         _timing.ship_arrays(emit, starts, durations, filled)
     return {
-        "iterations": count,
-        "measured_s": (measured_end - begin) / 1e9,
-        "warmup_iterations": warmup.iterations,
-        "first_inference_ms": warmup.first_inference_ms,
-        "batch": spec.batch,
+        **_timing.result_head(count, (measured_end - begin) / 1e9, warmup, spec.batch),
         **warmup.result_fields(),
         **(stability.result_fields("cancelled") if stability is not None else {}),
     }

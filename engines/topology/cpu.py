@@ -20,11 +20,7 @@ def read_cpus(tree: Tree) -> dict[int, dict[str, Any]]:
     """{cpu: {"package", "core", "siblings", "caches": [(name, size, shared cpus)]}} for each online CPU."""
     online = parse_cpulist(tree.read(f"{CPU_DIR}/online")) if tree.exists(f"{CPU_DIR}/online") else None
     cpus: dict[int, dict[str, Any]] = {}
-    for name in tree.listdir(CPU_DIR):
-        match = re.fullmatch(r"cpu(\d+)", name)
-        if not match:
-            continue
-        cpu = int(match.group(1))
+    for cpu, name in _numbered(tree, CPU_DIR, "cpu"):
         if online is not None and cpu not in online:
             continue
         base = f"{CPU_DIR}/{name}"
@@ -51,26 +47,14 @@ def read_cpus(tree: Tree) -> dict[int, dict[str, Any]]:
 def read_numa(tree: Tree, cpus: dict[int, dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], str | None]:
     """{node: {"cpus": [...], "memory_bytes": int|None}}, and why NUMA facts are missing (None when present)."""
     nodes: dict[int, dict[str, Any]] = {}
-    for name in tree.listdir(NODE_DIR):
-        match = re.fullmatch(r"node(\d+)", name)
-        if not match:
-            continue
-        node = int(match.group(1))
-        memory = None
-        meminfo = tree.read(f"{NODE_DIR}/{name}/meminfo") or ""
-        found = re.search(r"MemTotal:\s+(\d+)\s*kB", meminfo)
-        if found:
-            memory = int(found.group(1)) * 1024
+    for node, name in _numbered(tree, NODE_DIR, "node"):
+        memory = _mem_total(tree.read(f"{NODE_DIR}/{name}/meminfo"))
         node_cpus = [c for c in parse_cpulist(tree.read(f"{NODE_DIR}/{name}/cpulist")) if c in cpus]
         distances = [int(d) for d in (tree.read(f"{NODE_DIR}/{name}/distance") or "").split() if d.isdigit()]
         nodes[node] = {"cpus": node_cpus, "memory_bytes": memory, "distances": distances}
     if nodes:
         return nodes, None
-    memory = None
-    found = re.search(r"MemTotal:\s+(\d+)\s*kB", tree.read("proc/meminfo") or "")
-    if found:
-        memory = int(found.group(1)) * 1024
-    return {0: {"cpus": sorted(cpus), "memory_bytes": memory, "distances": []}}, (
+    return {0: {"cpus": sorted(cpus), "memory_bytes": _mem_total(tree.read("proc/meminfo")), "distances": []}}, (
         f"no {NODE_DIR}/node* (a kernel without NUMA support): one node with every CPU, memory from /proc/meminfo")
 
 
@@ -135,3 +119,15 @@ def cpu_graph(tree: Tree) -> tuple[list[dict], list[dict], dict[str, str], dict[
                       "note": "memory bandwidth is measured by the bandwidth matrix (engines.topology.bandwidth), "
                               "not read from sysfs"})
     return nodes, links, not_available, numa_ids
+
+
+def _numbered(tree: Tree, folder: str, prefix: str) -> list[tuple[int, str]]:
+    """(N, name) for each `<prefix>N` entry of `folder` (cpu0, cpu1, ...; node0, ...), in listing order."""
+    found = [(re.fullmatch(rf"{prefix}(\d+)", name), name) for name in tree.listdir(folder)]
+    return [(int(match.group(1)), name) for match, name in found if match]
+
+
+def _mem_total(meminfo: str | None) -> int | None:
+    """Bytes of a meminfo file's MemTotal line (/proc/meminfo, or a NUMA node's), None without one."""
+    found = re.search(r"MemTotal:\s+(\d+)\s*kB", meminfo or "")
+    return int(found.group(1)) * 1024 if found else None

@@ -38,6 +38,18 @@ def test_other_dynamic_dims_need_the_user():
     assert "input 'x' has dynamic dims ['seq']" in message and "--input x=1x128" in message
 
 
+def test_the_suggested_shape_uses_the_model_files_defaults_as_the_resolution_does():
+    """The suggestion in the error and the resolution fill dims by the same rules (they were two copies, and the
+    suggestion ignored the model file's defaults: it offered 128 for a dim the file says is 64)."""
+    assert resolve_shape("x", ["batch", "seq"], 2, {}, defaults={"seq": 64}) == [2, 64]
+    with pytest.raises(InputError) as err:
+        resolve_shape("x", ["batch", "seq", "feat"], 1, {}, defaults={"seq": 64})
+    assert "dynamic dims ['feat']" in str(err.value) and "--input x=1x64x128" in str(err.value)
+    with pytest.raises(InputError) as err:
+        resolve_shape("x", ["batch", "seq", 8], 1, {"x": [1, 64, 9]}, defaults={"seq": 64})
+    assert "--input x=1x64x8" in str(err.value)
+
+
 def test_user_shape_wins_and_must_fit():
     assert resolve_shape("x", ["batch", "seq"], 1, {"x": [2, 77]}) == [2, 77]
     with pytest.raises(InputError) as err:

@@ -53,3 +53,22 @@ def test_the_protocol_speaks_the_phases_of_the_phase_table():
     assert phases.get("warmup").label == "warm-up" and phases.get("warmup").during == "warm-up"
     assert phases.get(None).during == "start-up"  # before the worker's first phase event
     assert phases.get("compiling").title == "Compiling"  # a phase the table does not know keeps its own name
+
+
+def test_plain_turns_library_values_into_what_an_event_may_carry():
+    """One conversion for every engine (the torch backend's and the DDP rank's copies had drifted: a numpy
+    int32 became the string "3" and a numpy float64 the string "0.5" there, numbers in the ONNX Runtime one)."""
+    import enum
+    from pathlib import Path
+
+    import numpy as np
+
+    class Level(enum.IntEnum):
+        HIGH = 2
+
+    value = {1: (np.int32(3), np.float64(0.5), np.bool_(True), Level.HIGH), "path": Path("/tmp/x"),
+             "array": np.arange(3), "nested": [None, "s", 1.5]}
+    out = protocol.plain(value)
+    assert out == {"1": [3, 0.5, True, 2], "path": "/tmp/x", "array": "[0 1 2]", "nested": [None, "s", 1.5]}
+    assert [type(v) for v in out["1"]] == [int, float, bool, int]
+    protocol._check_plain(out, "details")  # what the protocol accepts
