@@ -1,0 +1,116 @@
+"""While a run measures, the window works only for the run: no page is built, and a page not shown draws nothing
+(issue 24: the console's own CPU while measuring). The System page holds the telemetry that comes while it is
+hidden and something measures, and draws it when shown or when the measuring ends: nothing is lost."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from PySide6 import QtCore
+
+from console.ui.app import build_main_window
+from console.ui.system_page import SystemPage
+
+RUN_TIMEOUT_MS = 120_000
+
+
+class FakeHub:
+    """The TelemetryHub's face to a page; `send` is a batch from the hub's thread (here: the test's)."""
+
+    def __init__(self):
+        self.on_samples = None
+
+    def recent(self):
+        return []
+
+    def subscribe(self, on_samples, on_sources=None):
+        self.on_samples = on_samples
+        return 1
+
+    def unsubscribe(self, token):
+        self.on_samples = None
+
+    def send(self, values, start=0):
+        self.on_samples([(int((start + i) * 1e8), "psutil", "cpu.util", float(v), "%", "measured")
+                         for i, v in enumerate(values)])
+
+
+def _cpu(page: SystemPage) -> list[float]:
+    page.plots["util"].refresh()
+    data = page.plots["util"].data("CPU total") if "CPU total" in page.plots["util"].series_names() else None
+    return [] if data is None else data[1].tolist()
+
+
+@pytest.fixture
+def hidden_page(qtbot):
+    state = {"measuring": None}
+    hub = FakeHub()
+    page = SystemPage(hub, measuring=lambda: state["measuring"])
+    qtbot.addWidget(page)
+    page._t0_ns = 0
+    return page, hub, state
+
+
+def test_a_hidden_system_page_holds_telemetry_while_a_run_measures_and_draws_it_after(qtbot, hidden_page):
+    page, hub, state = hidden_page
+    hub.send([1, 2])
+    qtbot.waitUntil(lambda: _cpu(page) == [1, 2])  # nothing measures: drawn even while hidden
+    state["measuring"] = "run"
+    hub.send([3, 4], start=2)
+    hub.send([5], start=4)
+    QtCore.QCoreApplication.processEvents()
+    assert page.held_rows() == 3 and _cpu(page) == [1, 2]  # held on the hub's side: no work for the GUI thread
+    state["measuring"] = None
+    hub.send([6], start=5)  # the first batch after the run brings what was held, in order
+    qtbot.waitUntil(lambda: _cpu(page) == [1, 2, 3, 4, 5, 6])
+    assert page.held_rows() == 0
+
+
+def test_showing_the_system_page_while_a_run_measures_draws_what_it_held(qtbot, hidden_page):
+    page, hub, state = hidden_page
+    state["measuring"] = "run"
+    hub.send([1, 2])
+    assert page.held_rows() == 2
+    page.show()
+    qtbot.waitUntil(lambda: _cpu(page) == [1, 2])
+    hub.send([3], start=2)  # shown: drawn live, measuring or not
+    qtbot.waitUntil(lambda: _cpu(page) == [1, 2, 3])
+    page.hide()
+    hub.send([4], start=3)
+    assert page.held_rows() == 1
+
+
+def test_while_a_run_measures_the_window_builds_no_page_and_the_hidden_system_page_draws_nothing(qtbot, tmp_path):
+    win = build_main_window(tmp_path / "history.db", discover_targets=False)  # telemetry on, as in the app
+    qtbot.addWidget(win)
+    win.resize(1400, 860)
+    win.show()
+    win.show_page("system")  # seen once, then left behind the Run page
+    win.show_page("run")
+    system = win.pages["system"]
+    seen: dict = {"phase": None, "start_ns": None, "end_ns": None, "built": None, "early": []}
+    delivered: list[int] = []  # t_ns of every row the System page was handed, in order
+
+    def on_rows(rows):
+        delivered.extend(row[0] for row in rows)
+        if seen["phase"] == "measuring":  # handed to the GUI thread while the run measures
+            seen["early"].extend(row[0] for row in rows if row[0] >= seen["start_ns"])
+
+    def on_event(event):
+        if event.get("type") == "phase" and event.get("phase") == "measuring":
+            seen.update(phase="measuring", start_ns=time.perf_counter_ns(), built=sorted(win.pages))
+        elif seen["phase"] == "measuring" and event.get("type") in ("phase", "finished"):
+            seen.update(phase="after", end_ns=time.perf_counter_ns(), built_after=sorted(win.pages))
+
+    system._relay_samples.connect(on_rows, QtCore.Qt.ConnectionType.QueuedConnection)
+    win.controller.sig_event.connect(on_event)
+    win.run_page.form.set_values({"model": "mlp", "duration_s": 1.0, "batch": 1})
+    with qtbot.waitSignal(win.controller.sig_finished, timeout=RUN_TIMEOUT_MS) as finished:
+        win.start_run()
+    assert finished.args[0]["status"] == "completed", finished.args[0]["message"]
+    assert seen["start_ns"] is not None and seen["end_ns"] is not None
+    assert seen["built_after"] == seen["built"] == ["run", "system"]  # no page built while measuring
+    assert seen["early"] == []  # the hidden page drew none of the run's telemetry while it measured
+    # Nothing lost: once the run is over the page draws the samples taken while it measured.
+    qtbot.waitUntil(lambda: any(seen["start_ns"] <= t <= seen["end_ns"] for t in delivered), timeout=10_000)
