@@ -4,6 +4,7 @@ hidden and something measures, and draws it when shown or when the measuring end
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -114,3 +115,61 @@ def test_while_a_run_measures_the_window_builds_no_page_and_the_hidden_system_pa
     assert seen["early"] == []  # the hidden page drew none of the run's telemetry while it measured
     # Nothing lost: once the run is over the page draws the samples taken while it measured.
     qtbot.waitUntil(lambda: any(seen["start_ns"] <= t <= seen["end_ns"] for t in delivered), timeout=10_000)
+
+
+class PageEvents(QtCore.QObject):
+    """Counts, while `on`, the Qt events (paints, timers, queued calls) whose receiver belongs to one of the pages."""
+
+    KINDS = ("Paint", "Timer", "MetaCall", "UpdateRequest", "LayoutRequest")
+
+    def __init__(self, pages: dict):
+        super().__init__()
+        self._pages = {id(page): name for name, page in pages.items()}
+        self.on = False
+        self.counts: dict[tuple[str, str, str], int] = {}
+
+    def eventFilter(self, obj, event):  # noqa: N802 — Qt's name
+        if self.on:
+            kind = getattr(event.type(), "name", "")
+            if kind in self.KINDS:
+                owner = obj
+                while owner is not None and id(owner) not in self._pages:
+                    owner = owner.parent()
+                if owner is not None:
+                    key = (self._pages[id(owner)], type(obj).__name__, kind)
+                    self.counts[key] = self.counts.get(key, 0) + 1
+        return False
+
+
+def test_pages_opened_before_a_run_do_nothing_while_it_measures_behind_the_run_page(qtbot, tmp_path):
+    win = build_main_window(tmp_path / "history.db", discover_targets=False)
+    qtbot.addWidget(win)
+    win.resize(1400, 860)
+    win.show()
+    for info in win.page_infos:  # every page built and seen once, as a user looking round before a run would
+        win.show_page(info.name)
+        QtCore.QCoreApplication.processEvents()
+    # What showing them started (a topology discovery, the Scaling page's read) is over before the run.
+    qtbot.waitUntil(lambda: not any(t.name == "background-call" for t in threading.enumerate()), timeout=60_000)
+    qtbot.waitUntil(lambda: not win.pages["topology"].discovering and not win.pages["scaling"].busy, timeout=60_000)
+    win.show_page("run")
+    watch = PageEvents(win.pages)
+    QtCore.QCoreApplication.instance().installEventFilter(watch)
+
+    def on_event(event):
+        if event.get("type") == "phase":
+            watch.on = event.get("phase") == "measuring"
+        elif event.get("type") == "finished":
+            watch.on = False
+
+    win.controller.sig_event.connect(on_event)
+    win.run_page.form.set_values({"model": "mlp", "duration_s": 1.0, "batch": 1})
+    try:
+        with qtbot.waitSignal(win.controller.sig_finished, timeout=RUN_TIMEOUT_MS) as finished:
+            win.start_run()
+    finally:
+        QtCore.QCoreApplication.instance().removeEventFilter(watch)
+    assert finished.args[0]["status"] == "completed", finished.args[0]["message"]
+    assert any(page == "run" for page, _, _ in watch.counts)  # the filter saw the run's own drawing
+    hidden = {key: n for key, n in watch.counts.items() if key[0] != "run"}
+    assert hidden == {}, f"hidden pages worked while the run measured: {hidden}"
