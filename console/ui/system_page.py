@@ -9,6 +9,7 @@ estimated power is dashed and labelled.
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +25,9 @@ from widgets.live_plot import TimeSeriesPlot
 FOLLOW_S = 300.0
 # Clock-event bits that mean the GPU is held back (power, thermal, slowdown) — not idle or a user setting.
 LIMITING_BITS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+# Rows held while hidden and measuring: the newest, as many as the hub keeps for a page that opens late (an hour's
+# run on a many-core machine would otherwise hold hundreds of MB); the page follows only the last FOLLOW_S anyway.
+HELD_ROWS = 200_000
 
 
 class SystemPage(QtWidgets.QWidget):
@@ -38,7 +42,7 @@ class SystemPage(QtWidgets.QWidget):
         self._hub = hub
         self._measuring = measuring
         self._shown = False  # set on the GUI thread by show/hide events, read on the hub's thread (a plain bool)
-        self._held: list[tuple] = []  # rows that came while hidden and measuring, not drawn yet
+        self._held: collections.deque[tuple] = collections.deque(maxlen=HELD_ROWS)  # came hidden while measuring
         self._held_lock = threading.Lock()
         self._t0_ns = time.perf_counter_ns()
         self.plots = {spec.key: TimeSeriesPlot(spec.title, spec.y_label, spec.unit, y_range=spec.y_range)
@@ -99,7 +103,8 @@ class SystemPage(QtWidgets.QWidget):
     def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 — Qt override
         self._shown = True
         with self._held_lock:
-            held, self._held = self._held, []
+            held = list(self._held)
+            self._held.clear()
         if held:  # queued like the hub's batches, so it lands after any batch already on its way
             self._relay_samples.emit(held)
         super().showEvent(event)
@@ -116,7 +121,8 @@ class SystemPage(QtWidgets.QWidget):
             if not self._shown and self._measuring() is not None:
                 self._held.extend(rows)
                 return
-            rows, self._held = self._held + list(rows), []
+            rows = [*self._held, *rows]
+            self._held.clear()
         self._relay_samples.emit(rows)
 
     def _throttle(self, metric: str, t_ns: int, value: float) -> None:

@@ -10,6 +10,7 @@ import time
 import pytest
 from PySide6 import QtCore
 
+from console.ui import system_page
 from console.ui.app import build_main_window
 from console.ui.system_page import SystemPage
 
@@ -80,6 +81,20 @@ def test_showing_the_system_page_while_a_run_measures_draws_what_it_held(qtbot, 
     page.hide()
     hub.send([4], start=3)
     assert page.held_rows() == 1
+
+
+def test_what_a_hidden_page_holds_is_bounded_to_the_newest_rows(qtbot, monkeypatch):
+    monkeypatch.setattr(system_page, "HELD_ROWS", 3)
+    state = {"measuring": "run"}
+    hub = FakeHub()
+    page = SystemPage(hub, measuring=lambda: state["measuring"])
+    qtbot.addWidget(page)
+    page._t0_ns = 0
+    hub.send([1, 2, 3, 4, 5])  # a long run behind the Run page
+    assert page.held_rows() == 3
+    state["measuring"] = None
+    hub.send([6], start=5)
+    qtbot.waitUntil(lambda: _cpu(page) == [3, 4, 5, 6])
 
 
 def test_while_a_run_measures_the_window_builds_no_page_and_the_hidden_system_page_draws_nothing(qtbot, tmp_path):
