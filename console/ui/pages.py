@@ -96,7 +96,7 @@ def _sweeps(context: PageContext) -> QtWidgets.QWidget:
 def _system(context: PageContext) -> QtWidgets.QWidget:
     from console.ui.system_page import SystemPage
 
-    return SystemPage(context.workspace.hub)
+    return SystemPage(context.workspace.hub, measuring=lambda: context.workspace.measuring)
 
 
 # ---- What the built-in pages do for each other (console.ui.page_links)

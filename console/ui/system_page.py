@@ -1,13 +1,18 @@
 """The System page: live telemetry from launch, like a system monitor — every sensor the machine has.
 
-Fed by the console's TelemetryHub; it follows the last few minutes. A plot whose sensors are all missing
+Fed by the console's TelemetryHub; it follows the last few minutes. While a run (or anything else) measures and the
+page is not shown, the hub's batches are held on the hub's thread and drawn when the page is shown or the
+measuring ends: a hidden page costs the measured machine nothing. A plot whose sensors are all missing
 says so in a short label instead of drawing zeros ("power: not available"), each source's reason and fix on hover;
 estimated power is dashed and labelled.
 """
 
 from __future__ import annotations
 
+import collections
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -20,6 +25,9 @@ from widgets.live_plot import TimeSeriesPlot
 FOLLOW_S = 300.0
 # Clock-event bits that mean the GPU is held back (power, thermal, slowdown) — not idle or a user setting.
 LIMITING_BITS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+# Rows held while hidden and measuring: the newest, as many as the hub keeps for a page that opens late (an hour's
+# run on a many-core machine would otherwise hold hundreds of MB); the page follows only the last FOLLOW_S anyway.
+HELD_ROWS = 200_000
 
 
 class SystemPage(QtWidgets.QWidget):
@@ -27,9 +35,15 @@ class SystemPage(QtWidgets.QWidget):
     _relay_sources = QtCore.Signal(object)
 
     # ---- Public API
-    def __init__(self, hub: TelemetryHub | None, parent: QtWidgets.QWidget | None = None):
+    def __init__(self, hub: TelemetryHub | None, parent: QtWidgets.QWidget | None = None,
+                 measuring: Callable[[], str | None] = lambda: None):
+        """`measuring()` names what measures now (the workspace's one measuring state), None when nothing does."""
         super().__init__(parent)
         self._hub = hub
+        self._measuring = measuring
+        self._shown = False  # set on the GUI thread by show/hide events, read on the hub's thread (a plain bool)
+        self._held: collections.deque[tuple] = collections.deque(maxlen=HELD_ROWS)  # came hidden while measuring
+        self._held_lock = threading.Lock()
         self._t0_ns = time.perf_counter_ns()
         self.plots = {spec.key: TimeSeriesPlot(spec.title, spec.y_label, spec.unit, y_range=spec.y_range)
                       for spec in PLOTS}
@@ -51,7 +65,7 @@ class SystemPage(QtWidgets.QWidget):
             self.summary.setText("Telemetry is off in this window.")
             return
         self.add_samples(hub.recent())
-        self._token = hub.subscribe(self._relay_samples.emit, self._relay_sources.emit)
+        self._token = hub.subscribe(self._from_hub, self._relay_sources.emit)
 
     def close_feed(self) -> None:
         if self._hub is not None:
@@ -81,7 +95,36 @@ class SystemPage(QtWidgets.QWidget):
             "\n".join(f"{s['name']}: {s.get('reason') or 'not available'}" for s in missing),
             QtCore.Qt.WhiteSpaceMode.WhiteSpaceNormal) if missing else "")
 
+    def held_rows(self) -> int:
+        """How many sample rows wait for the page to be shown or the measuring to end."""
+        with self._held_lock:
+            return len(self._held)
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 — Qt override
+        self._shown = True
+        with self._held_lock:
+            held = list(self._held)
+            self._held.clear()
+        if held:  # queued like the hub's batches, so it lands after any batch already on its way
+            self._relay_samples.emit(held)
+        super().showEvent(event)
+
+    def hideEvent(self, event: QtGui.QHideEvent) -> None:  # noqa: N802 — Qt override
+        self._shown = False
+        super().hideEvent(event)
+
     # ---- Private API
+    def _from_hub(self, rows: list[tuple]) -> None:
+        """A batch from the hub, on its thread: held while the page is hidden and something measures (no work for
+        the GUI thread then), else sent to the GUI thread after what was held."""
+        with self._held_lock:
+            if not self._shown and self._measuring() is not None:
+                self._held.extend(rows)
+                return
+            rows = [*self._held, *rows]
+            self._held.clear()
+        self._relay_samples.emit(rows)
+
     def _throttle(self, metric: str, t_ns: int, value: float) -> None:
         """Shade the power plot while a GPU reports clock-event (throttle) reasons."""
         t_s = (t_ns - self._t0_ns) / 1e9
