@@ -204,8 +204,8 @@ class SweepPage(QtWidgets.QWidget):
         if self._store is None:
             return None
         try:
-            sweep = self._store.get_sweep(sweep_id)
-            runs = self._store.runs_of_sweep(sweep_id) if sweep else []
+            sweep = self._store.get_sweep(sweep_id)  # a prefix of the id finds it too: its runs need the whole id
+            runs = self._store.runs_of_sweep(sweep["sweep_id"]) if sweep else []
         except HistoryError as exc:
             self.sig_error.emit(str(exc))
             return None

@@ -86,3 +86,9 @@ def test_deleting_other_runs_leaves_the_open_sweep_as_it_is(pages):
     shown = pages.sweeps.record
     _delete(pages.history, [pages.lone])
     assert pages.sweeps.record is shown and pages.sweeps.table.rowCount() == 3
+
+
+def test_a_sweep_opened_by_a_prefix_of_its_id_shows_its_runs(pages):
+    """The CLI prints 8-character ids; the history finds the sweep by one, and its runs must come with it."""
+    record = pages.sweeps.open_sweep(pages.sweep_id[:8])
+    assert record["sweep_id"] == pages.sweep_id and pages.sweeps.table.rowCount() == 3
