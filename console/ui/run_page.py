@@ -15,7 +15,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from console.analysis import finished_run, roofline
 from console.analysis.summary_markdown import run_markdown
 from engines import phases, scenarios
-from widgets import live_plot, theme  # its paint state and timer; the plots (pyqtgraph) load with build_plots()
+from widgets import live_plot, theme  # live_plot: its paint state now, its plots (pyqtgraph) in build_plots()
 from widgets.confirm_panel import ConfirmPanel
 from widgets.doctor_view import NoiseBanner
 from widgets.formatting import format_number

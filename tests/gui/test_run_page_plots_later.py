@@ -5,7 +5,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 from PySide6 import QtWidgets
 
 from console.ui.app import build_main_window
