@@ -1,6 +1,7 @@
 """The Run page is usable before its live plots exist: the form paints first, the plots (pyqtgraph) are built right
 after on the event loop, and a run whose events come before them still shows in its plots."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ def test_the_window_and_the_run_form_import_no_pyqtgraph():
             "live_plot.TimeSeriesPlot\n"
             "print('pyqtgraph' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={"PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen", "PATH": "/usr/bin:/bin"})
+                         env=dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen"))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "True"]
 
