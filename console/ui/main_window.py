@@ -36,9 +36,10 @@ class MainWindow(RunActionsWindow, RunSetupWindow, ClusterWindow, QtWidgets.QMai
         """The light shell: menus, a placeholder tab per page and the status bar; it imports nothing heavy, so it
         paints at once.
 
-        `attach()` then opens the runner and builds the Run page and the page in front (pyqtgraph, SQLite) —
-        right away for tests and the self-test, or just after the first paint when the app starts (see
-        console.ui.app); every other page is built when first shown or asked for (`page()`).
+        `attach()` then opens the runner and builds the Run page and the page in front — right away for tests and
+        the self-test, or just after the first paint when the app starts (see console.ui.app); the Run page's plots
+        (pyqtgraph) follow its own first paint (`RunPage.build_plots`); every other page is built when first shown
+        or asked for (`page()`).
         """
         super().__init__()
         self.setWindowTitle(f"Lab Console — {db_path.name}")

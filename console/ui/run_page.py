@@ -1,26 +1,33 @@
-"""The Run page: set up a run, start/stop it (or analyze it), watch it live, read its summary and op profile."""
+"""The Run page: set up a run, start/stop it (or analyze it), watch it live, read its summary and op profile.
+
+The form is usable at the window's first paint: the live plots and the roofline chart (pyqtgraph, about half a
+second to import and build) are built just after the page first paints, or at once when something needs them first
+(a run's first event, a profile to show).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from console.analysis import finished_run, roofline
 from console.analysis.summary_markdown import run_markdown
-from console.ui.run_plots import RunPlots
 from engines import phases, scenarios
-from widgets import live_plot, theme
+from widgets import live_plot, theme  # live_plot: its paint state now, its plots (pyqtgraph) in build_plots()
 from widgets.confirm_panel import ConfirmPanel
 from widgets.doctor_view import NoiseBanner
 from widgets.formatting import format_number
 from widgets.input_editor import InputEditor
 from widgets.op_table import OpTable
 from widgets.phase_progress import PhaseProgress
-from widgets.roofline_chart import RooflineChart
 from widgets.run_form import RunForm
 from widgets.summary_card import SummaryCard
+
+if TYPE_CHECKING:
+    from console.ui.run_plots import RunPlots
+    from widgets.roofline_chart import RooflineChart
 
 
 class RunPage(QtWidgets.QWidget):
@@ -43,7 +50,8 @@ class RunPage(QtWidgets.QWidget):
         self.confirm_panel = ConfirmPanel()  # the verdict's Confirm action (console.ui.confirm_action drives it)
         self.summary.add_under_finding(self.confirm_panel)
         self.confirm_panel.hide()
-        self.plots = RunPlots()
+        self._plots = None  # RunPlots, built by `build_plots()`
+        self._roofline = None  # RooflineChart, built with the plots
         # The stored machine card for a target (efficiency and bound columns); set by the window, None: no roofs.
         self.machine_card: Callable[[str], dict[str, Any] | None] | None = None
         self.profile_box = QtWidgets.QGroupBox("Op profile")
@@ -52,12 +60,8 @@ class RunPage(QtWidgets.QWidget):
         self.profile_caption.setFont(theme.font(theme.BASE_PT))
         self.ops = OpTable()
         self.ops.setMinimumHeight(120)
-        self.roofline = RooflineChart()  # beside the table when a machine card gives the roofs
-        self.roofline.setMinimumWidth(360)
-        self.roofline.hide()
-        tables = QtWidgets.QHBoxLayout()
+        self._tables = tables = QtWidgets.QHBoxLayout()  # the roofline chart joins the table when built
         tables.addWidget(self.ops, 3)
-        tables.addWidget(self.roofline, 2)
         box_layout = QtWidgets.QVBoxLayout(self.profile_box)
         box_layout.addWidget(self.profile_caption)
         box_layout.addLayout(tables, 1)  # room beyond the minimum goes to the table and the chart, not the caption
@@ -82,8 +86,7 @@ class RunPage(QtWidgets.QWidget):
         # The op table goes under the plots, at their full width: eleven columns do not fit the summary's column,
         # and the efficiency and bound columns are the point of it.
         self._right = right = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
-        right.addWidget(self.plots)
-        right.addWidget(self.profile_box)
+        right.addWidget(self.profile_box)  # the plots go above it (`build_plots()`)
         right.setChildrenCollapsible(False)
         # The plots and the profile scroll rather than set the page's minimum height: four plots and the op
         # profile with its roofline need ~1000 px at their smallest, more than a laptop's screen leaves the page,
@@ -112,7 +115,47 @@ class RunPage(QtWidgets.QWidget):
         self.summary.sig_copy_markdown_requested.connect(self.copy_markdown)
         # While a run measures the bar moves with the plots' quiet frames, not with each progress event.
         self._pending_fraction: float | None = None
+        self._plots_queued = False  # `build_plots()` is queued for just after the first paint
+
+    @property
+    def plots(self) -> RunPlots:
+        """The live plots, built now if they were not yet."""
+        if self._plots is None:
+            self.build_plots()
+        return self._plots
+
+    @property
+    def roofline(self) -> RooflineChart:
+        """The ops against the machine's roofs, beside the op table when a machine card gives them."""
+        if self._roofline is None:
+            self.build_plots()
+        return self._roofline
+
+    @property
+    def plots_built(self) -> bool:
+        return self._plots is not None
+
+    def build_plots(self) -> None:
+        """Build the live plots and the roofline chart (imports pyqtgraph); once."""
+        if self._plots is not None:
+            return
+        from console.ui.run_plots import RunPlots
+        from widgets.roofline_chart import RooflineChart
+
+        self._plots = RunPlots()
+        self._right.insertWidget(0, self._plots)
+        self._roofline = RooflineChart()
+        self._roofline.setMinimumWidth(360)
+        self._roofline.hide()
+        self._tables.addWidget(self._roofline, 2)
         live_plot.paint_clock().sig_tick.connect(self._show_pending_fraction)
+
+    def paintEvent(self, event: QtGui.QPaintEvent) -> None:  # noqa: N802 — Qt override
+        """The form has painted: the plots are built next, on the event loop."""
+        super().paintEvent(event)
+        if self._plots is None and not self._plots_queued:
+            self._plots_queued = True
+            QtCore.QTimer.singleShot(0, self, self.build_plots)
 
     def copy_markdown(self) -> str:
         """Put the last finished run's summary on the clipboard as Markdown; returns the text ("" when none)."""

@@ -1,5 +1,6 @@
-"""Launched by the start-up benchmark: print 'painted' at the window's first paint, 'ready' when its pages
-are built and painted, then exit.
+"""Launched by the start-up benchmark: print 'painted' at the window's first paint, 'ready' at the first paint with
+the Run page usable (built, its form enabled), 'plots' at the first paint with the Run page's live plots built too,
+then exit. The bare window prints all three at its first paint: it has nothing more to build.
 
 Usage: python startup_probe.py bare|console DB_PATH
 """
@@ -12,28 +13,28 @@ def main() -> None:
     from PySide6 import QtCore, QtWidgets
 
     class Paints(QtCore.QObject):
-        def __init__(self, window, ready):
+        """Prints each milestone at the first paint that shows it; asks for paints until the last one."""
+
+        def __init__(self, milestones):
             super().__init__()
-            self.window, self.ready, self.painted = window, ready, False
+            self.milestones = list(milestones)  # (name, reached) in order
 
         def eventFilter(self, obj, event):  # noqa: N802 — Qt override
             if event.type() == QtCore.QEvent.Type.Paint:
-                if not self.painted:
-                    self.painted = True
-                    print("painted", flush=True)
-                if self.ready():
-                    print("ready", flush=True)
+                while self.milestones and self.milestones[0][1]():
+                    print(self.milestones.pop(0)[0], flush=True)
+                if self.milestones:
+                    QtCore.QTimer.singleShot(10, obj.update)  # ask for another paint until the pages are in
+                else:
                     obj.removeEventFilter(self)
                     QtCore.QTimer.singleShot(0, app.quit)
-                else:
-                    QtCore.QTimer.singleShot(10, obj.update)  # ask for another paint until the pages are in
             return False
 
     if mode == "bare":
         app = QtWidgets.QApplication(sys.argv[:1])
         window = QtWidgets.QMainWindow()
         window.resize(1400, 860)
-        watcher = Paints(window, lambda: True)
+        watcher = Paints([("painted", lambda: True), ("ready", lambda: True), ("plots", lambda: True)])
         window.installEventFilter(watcher)
         window.show()
     else:
@@ -41,7 +42,13 @@ def main() -> None:
 
         app = application()
         window = launch(db)
-        watcher = Paints(window, lambda: window.run_page is not None)
+
+        def run_page():
+            return window.pages.get("run")  # never builds it: only what the window built by itself counts
+
+        watcher = Paints([("painted", lambda: True),
+                          ("ready", lambda: run_page() is not None and run_page().form.isEnabled()),
+                          ("plots", lambda: run_page().plots_built)])
         window.installEventFilter(watcher)
     app.exec()
     window.close()

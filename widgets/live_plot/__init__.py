@@ -18,20 +18,52 @@ of redrawing at once, and plots not on screen stay dirty. Turning it off redraws
 One item per module, as in pyqtgraph's own ``graphicsItems/``: paint_rates (rates and the shared paint state),
 refresh_hub (the timer), fed_curve and peak_feed (a decimated curve), time_anchor, grid_behind, band, legend_bar (the
 items around the data), time_plot (the frame every plot shares), latency_plot and time_series_plot (the two kinds).
-This package re-exports what the rest of the console uses.
+This package re-exports what the rest of the console uses. The paint state and its timer (paint_rates, refresh_hub)
+need only Qt and load with the package; the plots, and with them pyqtgraph (~0.5 s to import), load when a plot name
+is first used, so the window's start-up and its Run form never wait for pyqtgraph.
 """
 
 from __future__ import annotations
 
-import numpy.ma  # noqa: F401 — else imported at the first np.unique, 50–100 ms inside a first run's measuring phase
-import pyqtgraph as pg  # noqa: F401 — callers reach pyqtgraph's item types as live_plot.pg
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from widgets.live_plot.fed_curve import FedCurve
-from widgets.live_plot.latency_plot import P99_MIN_SAMPLES, LatencyPlot
 from widgets.live_plot.paint_rates import REFRESH_INTERVAL_MS, PaintRates, quiet_rates
 from widgets.live_plot.refresh_hub import paint_clock, set_quiet
-from widgets.live_plot.time_plot import UNAVAILABLE_LABEL_MAX
-from widgets.live_plot.time_series_plot import MINOR_BLOCK_PX, TimeSeriesPlot
+
+if TYPE_CHECKING:
+    import pyqtgraph as pg  # noqa: F401 — callers reach pyqtgraph's item types as live_plot.pg
+
+    from widgets.live_plot.fed_curve import FedCurve
+    from widgets.live_plot.latency_plot import P99_MIN_SAMPLES, LatencyPlot
+    from widgets.live_plot.time_plot import UNAVAILABLE_LABEL_MAX
+    from widgets.live_plot.time_series_plot import MINOR_BLOCK_PX, TimeSeriesPlot
+
+# name → (module, attribute): what loads pyqtgraph, imported at its first use
+_WITH_PYQTGRAPH = {
+    "FedCurve": ("widgets.live_plot.fed_curve", "FedCurve"),
+    "LatencyPlot": ("widgets.live_plot.latency_plot", "LatencyPlot"),
+    "P99_MIN_SAMPLES": ("widgets.live_plot.latency_plot", "P99_MIN_SAMPLES"),
+    "UNAVAILABLE_LABEL_MAX": ("widgets.live_plot.time_plot", "UNAVAILABLE_LABEL_MAX"),
+    "MINOR_BLOCK_PX": ("widgets.live_plot.time_series_plot", "MINOR_BLOCK_PX"),
+    "TimeSeriesPlot": ("widgets.live_plot.time_series_plot", "TimeSeriesPlot"),
+    "pg": ("pyqtgraph", None),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A plot name's first use imports its module (and pyqtgraph); later uses find it in the package."""
+    if name not in _WITH_PYQTGRAPH:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import numpy.ma  # noqa: F401 — else imported at the first np.unique, 50–100 ms inside a first run's measuring phase
+
+    module, attribute = _WITH_PYQTGRAPH[name]
+    value = importlib.import_module(module)
+    if attribute is not None:
+        value = getattr(value, attribute)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "MINOR_BLOCK_PX",
