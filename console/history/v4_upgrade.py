@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from console.analysis.fingerprint import configuration, fingerprint
 from console.history import damage, jsoncols, latency_codec
 
 # Summary figures kept as plain columns of `runs` (the run_summary view, fast listing): column → path in summary
@@ -39,7 +38,10 @@ def rewrite(db: Database) -> None:
 
 def run_identity(spec: dict[str, Any], environment: dict[str, Any] | None, hostname: str | None,
                  host_id: str | None) -> tuple[str, str]:
-    """(fingerprint, configuration JSON) of a run: what the store writes at create and at finish."""
+    """(fingerprint, configuration JSON) of a run: what the store writes at create and at finish. The analysis
+    package is imported here, not with the history: opening the history at start-up does not need it."""
+    from console.analysis.fingerprint import configuration, fingerprint
+
     config = configuration(spec, environment, hostname, host_id)
     return fingerprint(config), jsoncols.dumps(config, "configuration")
 
