@@ -30,9 +30,13 @@ class RunSetupWindow:
         self._updating_choices = False
         self.run_page.form.sig_choice_changed.connect(self._choice_changed)
         self.run_page.form.sig_open_model_requested.connect(self.open_model_dialog)
-        self._fill_choices()
         saved = self.settings.form_values()
-        self.run_page.form.set_values(saved)
+        self._updating_choices = True  # the refresh below covers every choice these fills change
+        try:
+            self._fill_choices()
+            self.run_page.form.set_values(saved)
+        finally:
+            self._updating_choices = False
         self._refresh_choices()
         self.run_page.form.set_values(saved)
         self.setAcceptDrops(True)
