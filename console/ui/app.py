@@ -86,22 +86,12 @@ class _AfterFirstPaint(QtCore.QObject):
 
 
 def launch(db: str | None = None) -> MainWindow:
-    """Show the shell now; open the history and build the pages right after its first paint. The workspace's
-    modules are imported on a thread meanwhile (console.ui.preload), joined before the workspace opens."""
-    from console.ui.preload import Preload
-
-    preload = Preload().start()
+    """Show the shell now; open the history and build the pages right after its first paint."""
     application()
     window = MainWindow(paths.history_db(db))
-    _AfterFirstPaint(window, lambda: _attach_after(preload, window))
+    _AfterFirstPaint(window, lambda: attach_workspace(window, warm_workers=True))
     window.show()
     return window
-
-
-def _attach_after(preload, window: MainWindow) -> None:
-    """After the first paint: wait for the workspace's modules (console.ui.preload), then open it."""
-    preload.join()
-    attach_workspace(window, warm_workers=True)
 
 
 def run_app(db: str | None = None) -> int:
