@@ -110,6 +110,9 @@ def worker_main(target: str, options: dict[str, Any], messages: Any, parent_pid:
     if hasattr(os, "setpgid"):
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
+    # Stopping it is SIGINT first: a console started in the background by a shell script (`labconsole … &`) has
+    # SIGINT ignored, the spawn passes that on, and the kind's clean-up would never run
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="parent-watch", daemon=True).start()
 
     def progress(update: Mapping[str, Any] | str) -> None:

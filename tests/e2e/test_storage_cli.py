@@ -109,8 +109,11 @@ def test_ctrl_c_cancels_the_benchmark_stores_it_cancelled_and_leaves_no_test_fil
     command = [sys.executable, "-m", "console", "storage", "sweep", "--dir", str(folder), "--block-sizes", "64k",
                "--queue-depths", "1", "--readers", "1", "--rw", "read", "--pattern", "seq", "--point-seconds", "30",
                "--file-size", "8m", "--engine", "built-in", "--no-telemetry", "--db", db]
+    # As from a terminal: a test run started in the background by a script has SIGINT ignored, and a child would
+    # inherit that (the CLI then ignores Ctrl+C as any background job does)
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not any(folder.iterdir()):
         time.sleep(0.2)  # the worker has written its test file: the sweep is under way

@@ -67,6 +67,21 @@ def test_a_hung_worker_is_stopped_at_the_timeout_and_its_clean_up_runs(tmp_path)
     assert outcome.wall_s < 12 and marker.read_text() == "cleaned up"  # SIGINT first: the kind's finally ran
 
 
+def test_the_clean_up_runs_when_the_console_was_started_with_sigint_ignored(tmp_path):
+    """A shell script's `labconsole … &` starts the console with SIGINT ignored, and a spawned worker inherits that:
+    the worker takes SIGINT back, so the stop's SIGINT still runs the kind's clean-up (test files, scratch folders)."""
+    import signal
+
+    marker = tmp_path / "cleaned"
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        outcome, _ = launch("hang", timeout_s=1.5, marker=str(marker))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert outcome.status == "failed" and outcome.error_kind == "timeout"
+    assert marker.read_text() == "cleaned up"
+
+
 def test_cancel_stops_the_worker_and_says_where():
     cancel = threading.Event()
 
