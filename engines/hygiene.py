@@ -115,7 +115,9 @@ def collect(root: str = "/", sample_s: float = SAMPLE_S, exclude_pids: Iterable[
     reasons: list[str] = []
     if other_percent > BUSY_CPU_PERCENT:
         names = ", ".join(f"{p['name']} (pid {p['pid']}) {p['cpu_percent']:.0f}%" for p in top[:3])
-        reasons.append(f"other processes used {other_percent:.0f}% of a core: {names}")
+        short = (f" over only {sample_s:.2f} s (the sample ended with a quick load: a rough share)"
+                 if sample_s < SAMPLE_S else "")
+        reasons.append(f"other processes used {other_percent:.0f}% of a core{short}: {names}")
     if load is not None and load[0] > BUSY_LOAD_PER_CPU * machine_cpus:
         reasons.append(f"load average {load[0]:.2f} on {machine_cpus} CPU{'s' if machine_cpus != 1 else ''}")
     warnings: list[str] = []

@@ -18,9 +18,10 @@ from console.cluster import ClusterError
 MODE_ENV, TOKEN_ENV, PATH_ENV = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"
 # user:password@ in an address (redis://admin:pw@host, https://user:pw@host); the host stays, it says where
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^\s/@:]+:[^\s/]*@")
-# token=..., password: ..., Authorization: Bearer ... (the name stays, it says what was hidden)
-_SECRET_FIELD = re.compile(r"(?i)(?P<name>\b(?:[a-z_]*token|password|passwd|secret|api[_-]?key)\b[\"']?\s*[=:]\s*"
-                           r"(?:bearer\s+)?)[\"']?[^\s\"',;&]+[\"']?")
+# token=..., redis_password=..., AWS_SECRET_ACCESS_KEY=..., Authorization: Basic ... (the name stays, it says what
+# was hidden); a prefix or suffix joined by "_" is part of the name, "tokens" and "tokenizer" are other words
+_SECRET_FIELD = re.compile(r"(?i)(?P<name>\b[a-z_]*(?:token|password|passwd|secret|api[_-]?key|authorization)"
+                           r"(?:_[a-z_]*)?\b[\"']?\s*[=:]\s*(?:(?:bearer|basic)\s+)?)[\"']?[^\s\"',;&]+[\"']?")
 _BEARER = re.compile(r"(?i)\b(?P<name>bearer\s+)[A-Za-z0-9._~+/=-]+")
 
 

@@ -102,11 +102,10 @@ class SystemPage(QtWidgets.QWidget):
 
     def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 — Qt override
         self._shown = True
-        with self._held_lock:
-            held = list(self._held)
-            self._held.clear()
-        if held:  # queued like the hub's batches, so it lands after any batch already on its way
-            self._relay_samples.emit(held)
+        with self._held_lock:  # posted under the lock: a batch the hub sends meanwhile comes after, in order
+            if self._held:  # queued like the hub's batches, so it lands after any batch already on its way
+                self._relay_samples.emit(list(self._held))
+                self._held.clear()
         super().showEvent(event)
 
     def hideEvent(self, event: QtGui.QHideEvent) -> None:  # noqa: N802 — Qt override

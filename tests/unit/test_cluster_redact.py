@@ -59,6 +59,13 @@ def test_redact_strips_the_token_an_address_password_and_secret_fields(token):
     assert auth.redact("http://lab-a:8265 down: 3 tokens, tokenizer ok") == "http://lab-a:8265 down: 3 tokens, tokenizer ok"
 
 
+@pytest.mark.parametrize("field", ["redis_password=s3cr3t", "RAY_REDIS_PASSWORD=s3cr3t", "client_secret: s3cr3t",
+                                   "AWS_SECRET_ACCESS_KEY=s3cr3t", "Authorization: Basic s3cr3t", "api-key=s3cr3t"])
+def test_redact_strips_secret_fields_whose_names_are_joined_with_underscores(field):
+    text = auth.redact(f"node lab-a failed: {field} refused")
+    assert "s3cr3t" not in text and text.startswith("node lab-a failed: ") and text.endswith(" refused")
+
+
 def test_the_cluster_listing_strips_credentials_from_a_failing_node(token, monkeypatch):
     monkeypatch.setattr(listing.registry, "entries", lambda _ray: [])
     [node] = listing.describe(_FailingRay(), with_targets=True, timeout_s=1.0)["nodes"]

@@ -153,7 +153,7 @@ def test_multi_stream_max_queries_and_events_are_plain():
     events = []
     result = multi_stream.run(sleeper(lambda t: 0.0005), spec, events.append, lambda: False)
     # missed intervals depend on the scheduler (a loaded machine misses some 10-ms ticks): their count is not the point
-    assert result["queries"] == 7 and isinstance(result["missed_intervals"], int)
+    assert result["queries"] == 7 and isinstance(result["missed_intervals"], int) and result["missed_intervals"] >= 0
     assert result["measured_s"] < 1.0
     protocol.make("result", **result)  # plain built-in types only
 

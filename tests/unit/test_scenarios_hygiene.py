@@ -52,11 +52,14 @@ def test_busy_by_other_processes_and_by_load(tmp_path):
                 {"name": "python", "pid": 4343, "cpu_percent": 9.5}, {"name": "me", "pid": os.getpid(),
                                                                       "cpu_percent": 100.0}]
 
-    record = hygiene.collect(root=fake_root(tmp_path), cpu_count=4, processes=others, environ={})
+    root = fake_root(tmp_path)
+    record = hygiene.collect(root=root, cpu_count=4, processes=others, environ={})
     assert record["busy"] and record["other_cpu_percent"] == 24.5  # ourselves excluded even if listed
     assert [p["pid"] for p in record["processes"]] == [4242, 4343]
     assert "other processes used 24% of a core: cc1plus (pid 4242) 15%" in record["warning"]
     assert "load average" not in record["warning"]
+    short = hygiene.collect(root=root, cpu_count=4, processes=others, environ={}, sample_s=0.05)
+    assert "24% of a core over only 0.05 s (the sample ended with a quick load: a rough share)" in short["warning"]
 
     loaded = fake_root(tmp_path / "loaded", loadavg="2.50 1.00 0.50 3/300 1")
     record = hygiene.collect(root=loaded, cpu_count=4, processes=quiet, environ={})
